@@ -1,0 +1,2 @@
+//! chainsig-core: the data model every backend and surface shares.
+pub mod vectors;
