@@ -1,2 +1,3 @@
 //! chainsig-core: the data model every backend and surface shares.
+pub mod curve;
 pub mod vectors;

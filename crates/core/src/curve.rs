@@ -1,0 +1,70 @@
+//! The curve parameters, written once. The CPU code uses them for Z_A and range checks; the CUDA
+//! backend generates its kernel constants from these same values, so there is no second hand-typed copy.
+
+/// Short-Weierstrass curve y² = x³ + ax + b over F_p with base point G of prime order n.
+/// Every value is a 256-bit big-endian integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CurveParams {
+    pub name: &'static str,
+    pub p: [u8; 32],
+    pub a: [u8; 32],
+    pub b: [u8; 32],
+    pub n: [u8; 32],
+    pub gx: [u8; 32],
+    pub gy: [u8; 32],
+}
+
+/// Parses 64 hex digits at compile time.
+const fn h(s: &str) -> [u8; 32] {
+    let bytes = s.as_bytes();
+    assert!(bytes.len() == 64, "a curve constant is 64 hex digits");
+    let mut out = [0u8; 32];
+    let mut i = 0;
+    while i < 32 {
+        out[i] = (nibble(bytes[2 * i]) << 4) | nibble(bytes[2 * i + 1]);
+        i += 1;
+    }
+    out
+}
+
+const fn nibble(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        b'A'..=b'F' => c - b'A' + 10,
+        _ => panic!("not a hex digit"),
+    }
+}
+
+/// sm2p256v1 (GB/T 32918.5, GM/T 0003.5).
+pub const SM2: CurveParams = CurveParams {
+    name: "sm2",
+    p: h("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFF"),
+    a: h("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFFFFC"),
+    b: h("28E9FA9E9D9F5E344D5A9E4BCF6509A7F39789F515AB8F92DDBCBD414D940E93"),
+    n: h("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFF7203DF6B21C6052B53BBF40939D54123"),
+    gx: h("32C4AE2C1F1981195F9904466A39C9948FE30BBFF2660BE1715A4589334C74C7"),
+    gy: h("BC3736A2F4F6779C59BDCEE36B692153D0A9877CC62A474002DF32E52139F0A0"),
+};
+
+/// secp256k1 (SEC 2), a = 0.
+pub const SECP256K1: CurveParams = CurveParams {
+    name: "secp256k1",
+    p: h("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFC2F"),
+    a: h("0000000000000000000000000000000000000000000000000000000000000000"),
+    b: h("0000000000000000000000000000000000000000000000000000000000000007"),
+    n: h("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141"),
+    gx: h("79BE667EF9DCBBAC55A06295CE870B07029BFCDB2DCE28D959F2815B16F81798"),
+    gy: h("483ADA7726A3C4655DA4FBFC0E1108A8FD17B448A68554199C47D08FFB10D4B8"),
+};
+
+/// NIST P-256 (secp256r1), a = −3.
+pub const P256: CurveParams = CurveParams {
+    name: "p256",
+    p: h("FFFFFFFF00000001000000000000000000000000FFFFFFFFFFFFFFFFFFFFFFFF"),
+    a: h("FFFFFFFF00000001000000000000000000000000FFFFFFFFFFFFFFFFFFFFFFFC"),
+    b: h("5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B"),
+    n: h("FFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551"),
+    gx: h("6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296"),
+    gy: h("4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5"),
+};
