@@ -1,0 +1,529 @@
+//! Curve points: affine and Jacobian (X/Z², Y/Z³) coordinates, a = −3 doubling, mixed and full
+//! addition, the fixed-base tables for G, and the two scalar multiplications the crate needs:
+//! s·G + t·P for verification (variable time: everything in it is public) and k·G for signing and
+//! key generation (constant time: k is secret).
+
+use crate::field::{Fe, B};
+use crate::limbs::{self, Limbs};
+use chainsig_core::curve::SM2;
+use std::sync::OnceLock;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Affine {
+    pub(crate) x: Fe,
+    pub(crate) y: Fe,
+}
+
+/// Z = 0 is the point at infinity.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Jacobian {
+    pub(crate) x: Fe,
+    pub(crate) y: Fe,
+    pub(crate) z: Fe,
+}
+
+pub(crate) const GENERATOR: Affine = Affine {
+    x: Fe::from_int(limbs::from_be_bytes(&SM2.gx)),
+    y: Fe::from_int(limbs::from_be_bytes(&SM2.gy)),
+};
+
+impl Affine {
+    /// y² = x³ − 3x + b.
+    pub(crate) fn is_on_curve(&self) -> bool {
+        self.y.square() == curve_rhs(&self.x)
+    }
+
+    pub(crate) fn neg(&self) -> Affine {
+        Affine {
+            x: self.x,
+            y: self.y.neg(),
+        }
+    }
+
+    pub(crate) fn to_jacobian(self) -> Jacobian {
+        Jacobian {
+            x: self.x,
+            y: self.y,
+            z: Fe::ONE,
+        }
+    }
+}
+
+/// x³ − 3x + b.
+pub(crate) fn curve_rhs(x: &Fe) -> Fe {
+    let x3 = x.square().mul(x);
+    let three_x = x.double().add(x);
+    x3.sub(&three_x).add(&B)
+}
+
+impl Jacobian {
+    pub(crate) const INFINITY: Jacobian = Jacobian {
+        x: Fe::ONE,
+        y: Fe::ONE,
+        z: Fe::ZERO,
+    };
+
+    #[inline(always)]
+    pub(crate) fn is_infinity(&self) -> bool {
+        self.z.is_zero()
+    }
+
+    pub(crate) fn neg(&self) -> Jacobian {
+        Jacobian {
+            x: self.x,
+            y: self.y.neg(),
+            z: self.z,
+        }
+    }
+
+    /// 2·self for a = −3 (3M + 5S). Infinity (Z = 0) maps to Z = 0; no affine point has y = 0
+    /// on this curve (its order is odd), so there is no other exception.
+    #[inline(always)]
+    pub(crate) fn double(&self) -> Jacobian {
+        let delta = self.z.square();
+        let gamma = self.y.square();
+        let beta = self.x.mul(&gamma);
+        let t = self.x.sub(&delta).mul(&self.x.add(&delta));
+        let alpha = t.double().add(&t);
+        let beta4 = beta.double().double();
+        let x3 = alpha.square().sub(&beta4.double());
+        let z3 = self.y.add(&self.z).square().sub(&gamma).sub(&delta);
+        let gamma_sq8 = gamma.square().double().double().double();
+        let y3 = alpha.mul(&beta4.sub(&x3)).sub(&gamma_sq8);
+        Jacobian {
+            x: x3,
+            y: y3,
+            z: z3,
+        }
+    }
+
+    /// self + q for affine q (7M + 4S), valid when self is not infinity and self ≠ ±q.
+    /// Also returns H = U2 − X1 and R = 2(S2 − Y1), which expose the exceptional cases.
+    #[inline(always)]
+    fn add_affine_unchecked(&self, q: &Affine) -> (Jacobian, Fe, Fe) {
+        let z1z1 = self.z.square();
+        let u2 = q.x.mul(&z1z1);
+        let s2 = q.y.mul(&self.z).mul(&z1z1);
+        let h = u2.sub(&self.x);
+        let hh = h.square();
+        let i = hh.double().double();
+        let j = h.mul(&i);
+        let r = s2.sub(&self.y).double();
+        let v = self.x.mul(&i);
+        let x3 = r.square().sub(&j).sub(&v.double());
+        let y3 = r.mul(&v.sub(&x3)).sub(&self.y.mul(&j).double());
+        let z3 = self.z.add(&h).square().sub(&z1z1).sub(&hh);
+        (
+            Jacobian {
+                x: x3,
+                y: y3,
+                z: z3,
+            },
+            h,
+            r,
+        )
+    }
+
+    /// self + q for affine q, any inputs (variable time).
+    #[inline(always)]
+    pub(crate) fn add_affine_vartime(&self, q: &Affine) -> Jacobian {
+        if self.is_infinity() {
+            return q.to_jacobian();
+        }
+        let (sum, h, r) = self.add_affine_unchecked(q);
+        if h.is_zero() {
+            if r.is_zero() {
+                return q.to_jacobian().double();
+            }
+            return Jacobian::INFINITY;
+        }
+        sum
+    }
+
+    /// self + q, any inputs (variable time; 11M + 5S).
+    pub(crate) fn add_vartime(&self, q: &Jacobian) -> Jacobian {
+        if self.is_infinity() {
+            return *q;
+        }
+        if q.is_infinity() {
+            return *self;
+        }
+        let z1z1 = self.z.square();
+        let z2z2 = q.z.square();
+        let u1 = self.x.mul(&z2z2);
+        let u2 = q.x.mul(&z1z1);
+        let s1 = self.y.mul(&q.z).mul(&z2z2);
+        let s2 = q.y.mul(&self.z).mul(&z1z1);
+        let h = u2.sub(&u1);
+        let r = s2.sub(&s1).double();
+        if h.is_zero() {
+            if r.is_zero() {
+                return self.double();
+            }
+            return Jacobian::INFINITY;
+        }
+        let i = h.double().square();
+        let j = h.mul(&i);
+        let v = u1.mul(&i);
+        let x3 = r.square().sub(&j).sub(&v.double());
+        let y3 = r.mul(&v.sub(&x3)).sub(&s1.mul(&j).double());
+        let z3 = self.z.add(&q.z).square().sub(&z1z1).sub(&z2z2).mul(&h);
+        Jacobian {
+            x: x3,
+            y: y3,
+            z: z3,
+        }
+    }
+
+    /// The affine point, or `None` at infinity. Uses the constant-time inversion.
+    pub(crate) fn to_affine(self) -> Option<Affine> {
+        if self.is_infinity() {
+            return None;
+        }
+        let z_inv = self.z.invert();
+        let z_inv2 = z_inv.square();
+        Some(Affine {
+            x: self.x.mul(&z_inv2),
+            y: self.y.mul(&z_inv2).mul(&z_inv),
+        })
+    }
+
+    fn select(mask: u64, a: &Jacobian, b: &Jacobian) -> Jacobian {
+        Jacobian {
+            x: Fe::select(mask, &a.x, &b.x),
+            y: Fe::select(mask, &a.y, &b.y),
+            z: Fe::select(mask, &a.z, &b.z),
+        }
+    }
+}
+
+/// Converts points none of which is infinity to affine with one inversion (Montgomery's trick).
+fn batch_to_affine(points: &[Jacobian]) -> Vec<Affine> {
+    let mut prefix = Vec::with_capacity(points.len());
+    let mut acc = Fe::ONE;
+    for p in points {
+        assert!(!p.is_infinity(), "table points are never infinity");
+        acc = acc.mul(&p.z);
+        prefix.push(acc);
+    }
+    let mut inv = acc.invert();
+    let mut out = vec![
+        Affine {
+            x: Fe::ZERO,
+            y: Fe::ZERO
+        };
+        points.len()
+    ];
+    for i in (0..points.len()).rev() {
+        // inv = (z_0 ⋯ z_i)⁻¹ here.
+        let z_inv = if i == 0 { inv } else { inv.mul(&prefix[i - 1]) };
+        inv = inv.mul(&points[i].z);
+        let z_inv2 = z_inv.square();
+        out[i] = Affine {
+            x: points[i].x.mul(&z_inv2),
+            y: points[i].y.mul(&z_inv2).mul(&z_inv),
+        };
+    }
+    out
+}
+
+/// Window width of the wNAF digits of s in s·G (odd multiples up to 2^(W−1) − 1 in the table).
+const G_WINDOW: usize = 8;
+/// Window width for t in t·P (the table of P is built per verification).
+const P_WINDOW: usize = 5;
+
+/// Odd multiples G, 3G, …, (2^(G_WINDOW−1) − 1)·G in affine form.
+fn g_odd_multiples() -> &'static [Affine] {
+    static TABLE: OnceLock<Vec<Affine>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let count = 1 << (G_WINDOW - 2);
+        let g = GENERATOR.to_jacobian();
+        let g2 = g.double();
+        let mut points = Vec::with_capacity(count);
+        points.push(g);
+        for i in 1..count {
+            points.push(points[i - 1].add_vartime(&g2));
+        }
+        batch_to_affine(&points)
+    })
+}
+
+/// Signed-digit fixed-base table: COMB[i][j] = (j + 1)·16^i·G for 64 windows, j < 8.
+fn comb_table() -> &'static [[Affine; 8]] {
+    static TABLE: OnceLock<Vec<[Affine; 8]>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut points = Vec::with_capacity(64 * 8);
+        let mut base = GENERATOR.to_jacobian();
+        for _ in 0..64 {
+            let mut multiple = base;
+            points.push(multiple);
+            for _ in 1..8 {
+                multiple = multiple.add_vartime(&base);
+                points.push(multiple);
+            }
+            // 16·base = 2·(8·base)
+            base = multiple.double();
+        }
+        let affine = batch_to_affine(&points);
+        affine
+            .chunks_exact(8)
+            .map(|c| c.try_into().expect("chunks of 8"))
+            .collect()
+    })
+}
+
+/// Width-w non-adjacent form: digits odd, |d| < 2^(w−1), any two non-zero digits at least w
+/// apart. digit[256] holds a final carry.
+fn wnaf(k: &Limbs, w: usize) -> [i32; 257] {
+    let bits = |start: usize, count: usize| -> u64 {
+        let limb = start / 64;
+        let offset = start % 64;
+        let mut v = k[limb] >> offset;
+        if offset + count > 64 && limb + 1 < 4 {
+            v |= k[limb + 1] << (64 - offset);
+        }
+        v & ((1u64 << count) - 1)
+    };
+    let mut digits = [0i32; 257];
+    let mut carry = 0u64;
+    let mut bit = 0;
+    while bit < 256 {
+        // The pending carry turns a 1 bit into a 0 (carry goes on) and a 0 into a 1.
+        if bits(bit, 1) == carry {
+            bit += 1;
+            continue;
+        }
+        let now = w.min(256 - bit);
+        let word = bits(bit, now) + carry;
+        carry = (word >> (w - 1)) & 1;
+        digits[bit] = word as i32 - ((carry as i32) << w);
+        bit += now;
+    }
+    digits[256] = carry as i32;
+    digits
+}
+
+/// s·G + t·P, variable time (all inputs are public in verification).
+pub(crate) fn lincomb_vartime(s: &Limbs, t: &Limbs, p: &Affine) -> Jacobian {
+    let g_table = g_odd_multiples();
+    let s_digits = wnaf(s, G_WINDOW);
+    let t_digits = wnaf(t, P_WINDOW);
+
+    let pj = p.to_jacobian();
+    let p2 = pj.double();
+    let mut p_table = [pj; 1 << (P_WINDOW - 2)];
+    for i in 1..p_table.len() {
+        p_table[i] = p_table[i - 1].add_vartime(&p2);
+    }
+
+    let top = (0..257)
+        .rev()
+        .find(|&i| s_digits[i] != 0 || t_digits[i] != 0);
+    let Some(top) = top else {
+        return Jacobian::INFINITY;
+    };
+    let mut acc = Jacobian::INFINITY;
+    for i in (0..=top).rev() {
+        if !acc.is_infinity() {
+            acc = acc.double();
+        }
+        let d = t_digits[i];
+        if d > 0 {
+            acc = acc.add_vartime(&p_table[(d / 2) as usize]);
+        } else if d < 0 {
+            acc = acc.add_vartime(&p_table[(-d / 2) as usize].neg());
+        }
+        let d = s_digits[i];
+        if d > 0 {
+            acc = acc.add_affine_vartime(&g_table[(d / 2) as usize]);
+        } else if d < 0 {
+            acc = acc.add_affine_vartime(&g_table[(-d / 2) as usize].neg());
+        }
+    }
+    acc
+}
+
+/// k·G in constant time for a secret k in [1, n−1].
+///
+/// k is replaced by n − k when it exceeds n/2 (and the result negated back), so it is below
+/// 2²⁵⁵ and recodes into exactly 64 signed 4-bit digits in [−7, 8] with no final carry. The sum
+/// of the lower windows is smaller in absolute value than 16^i, so adding window i's non-zero
+/// multiple is never a doubling or a cancellation: the unchecked mixed addition is exact, and
+/// zero digits and the initial infinity are handled by masked selection.
+pub(crate) fn mul_base_ct(k: &Limbs) -> Jacobian {
+    use crate::scalar::N;
+    // (n − 1)/2 < k  ⇔  use n − k.
+    let half = {
+        let (h, _) = limbs::sub(&N.m, &[1, 0, 0, 0]);
+        [
+            (h[0] >> 1) | (h[1] << 63),
+            (h[1] >> 1) | (h[2] << 63),
+            (h[2] >> 1) | (h[3] << 63),
+            h[3] >> 1,
+        ]
+    };
+    let negate = limbs::sub(&half, k).1.wrapping_neg();
+    let k_neg = limbs::sub(&N.m, k).0;
+    let k = limbs::select(negate, &k_neg, k);
+
+    let mut digits = [0i64; 64];
+    let mut carry = 0i64;
+    for (i, digit) in digits.iter_mut().enumerate() {
+        let nibble = ((k[i / 16] >> ((i % 16) * 4)) & 0xf) as i64;
+        let v = nibble + carry;
+        carry = (v + 7) >> 4;
+        *digit = v - (carry << 4);
+    }
+
+    let table = comb_table();
+    let mut acc = Jacobian::INFINITY;
+    let mut acc_is_infinity = u64::MAX;
+    for (window, &digit) in table.iter().zip(digits.iter()) {
+        // |digit| and its sign without branches.
+        let sign = (digit >> 63) as u64; // all ones when negative
+        let magnitude = ((digit as u64) ^ sign).wrapping_sub(sign);
+        let mut q = Affine {
+            x: Fe::ZERO,
+            y: Fe::ZERO,
+        };
+        for (j, entry) in window.iter().enumerate() {
+            let hit = limbs::zero_mask(&[magnitude ^ (j as u64 + 1), 0, 0, 0]);
+            q.x = Fe::select(hit, &entry.x, &q.x);
+            q.y = Fe::select(hit, &entry.y, &q.y);
+        }
+        q.y = Fe::select(sign, &q.y.neg(), &q.y);
+        let (sum, _, _) = acc.add_affine_unchecked(&q);
+        let nonzero = !limbs::zero_mask(&[magnitude, 0, 0, 0]);
+        let candidate = Jacobian::select(acc_is_infinity, &q.to_jacobian(), &sum);
+        acc = Jacobian::select(nonzero, &candidate, &acc);
+        acc_is_infinity &= !nonzero;
+    }
+    Jacobian::select(negate, &acc.neg(), &acc)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::scalar::{Scalar, N};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    /// Plain double-and-add, the slow reference.
+    pub(crate) fn mul_reference(k: &Limbs, p: &Affine) -> Jacobian {
+        let mut acc = Jacobian::INFINITY;
+        for bit in (0..256).rev() {
+            acc = acc.double();
+            if (k[bit / 64] >> (bit % 64)) & 1 == 1 {
+                acc = acc.add_affine_vartime(p);
+            }
+        }
+        acc
+    }
+
+    fn same(a: &Jacobian, b: &Jacobian) -> bool {
+        a.to_affine() == b.to_affine()
+    }
+
+    fn random_scalar(rng: &mut ChaCha20Rng) -> Limbs {
+        let mut bytes = [0u8; 32];
+        rng.fill(&mut bytes);
+        Scalar::reduce_bytes(&bytes).0
+    }
+
+    #[test]
+    fn generator_is_on_curve_and_has_order_n() {
+        assert!(GENERATOR.is_on_curve());
+        assert!(mul_reference(&N.m, &GENERATOR).is_infinity());
+    }
+
+    #[test]
+    fn tables_are_right() {
+        for (i, p) in g_odd_multiples().iter().enumerate() {
+            let k = [2 * i as u64 + 1, 0, 0, 0];
+            assert_eq!(Some(*p), mul_reference(&k, &GENERATOR).to_affine());
+        }
+        let comb = comb_table();
+        for (i, window) in [0usize, 1, 31, 63].iter().map(|&i| (i, comb[i])) {
+            for (j, p) in window.iter().enumerate() {
+                let mut k = [0u64; 4];
+                k[(4 * i) / 64] = ((j as u64) + 1) << ((4 * i) % 64);
+                // (j+1)·16^i may spill over a limb boundary only for j+1 ≥ 16, which never happens.
+                assert_eq!(Some(*p), mul_reference(&k, &GENERATOR).to_affine());
+            }
+        }
+    }
+
+    #[test]
+    fn wnaf_recomposes() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let n_minus_1 = limbs::sub(&N.m, &[1, 0, 0, 0]).0;
+        let mut cases = vec![[1, 0, 0, 0], n_minus_1, [u64::MAX; 4], [0, 0, 0, 1 << 63]];
+        for _ in 0..50 {
+            cases.push(random_scalar(&mut rng));
+        }
+        for k in cases {
+            for w in [2usize, 4, 5, 8] {
+                let digits = wnaf(&k, w);
+                let mut acc = num_bigint::BigInt::from(0);
+                for d in digits.iter().rev() {
+                    acc = acc * 2 + d;
+                    assert!(*d == 0 || (d % 2 != 0 && d.abs() < (1 << (w - 1))));
+                }
+                let expected = num_bigint::BigInt::from_bytes_be(
+                    num_bigint::Sign::Plus,
+                    &limbs::to_be_bytes(&k),
+                );
+                assert_eq!(acc, expected);
+            }
+        }
+    }
+
+    #[test]
+    fn scalar_multiplications_match_reference() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let n_minus_1 = limbs::sub(&N.m, &[1, 0, 0, 0]).0;
+        let half = limbs::sub(&N.m, &[1, 0, 0, 0]).0;
+        let half = [
+            (half[0] >> 1) | (half[1] << 63),
+            (half[1] >> 1) | (half[2] << 63),
+            (half[2] >> 1) | (half[3] << 63),
+            half[3] >> 1,
+        ];
+        let mut ks = vec![
+            [1, 0, 0, 0],
+            [2, 0, 0, 0],
+            [8, 0, 0, 0],
+            [9, 0, 0, 0],
+            n_minus_1,
+            half,
+            limbs::add(&half, &[1, 0, 0, 0]).0,
+            [0x8888_8888_8888_8888; 4],
+            [0, 0, 0, 0x7fff_ffff_ffff_ffff],
+        ];
+        for _ in 0..20 {
+            ks.push(random_scalar(&mut rng));
+        }
+        for k in &ks {
+            let reference = mul_reference(k, &GENERATOR);
+            assert!(same(&mul_base_ct(k), &reference), "k·G for {k:x?}");
+        }
+        let p = mul_reference(&random_scalar(&mut rng), &GENERATOR)
+            .to_affine()
+            .unwrap();
+        for pair in ks.windows(2) {
+            let (s, t) = (pair[0], pair[1]);
+            let expected = mul_reference(&s, &GENERATOR).add_vartime(&mul_reference(&t, &p));
+            assert!(same(&lincomb_vartime(&s, &t, &p), &expected));
+        }
+        // P = G and P = −G exercise the doubling and cancellation paths of the additions.
+        let s = random_scalar(&mut rng);
+        let t = Scalar(s).neg().0;
+        assert!(lincomb_vartime(&s, &t, &GENERATOR).is_infinity());
+        let expected = mul_reference(&Scalar(s).add(&Scalar(s)).0, &GENERATOR);
+        assert!(same(&lincomb_vartime(&s, &s, &GENERATOR), &expected));
+        assert!(same(
+            &lincomb_vartime(&s, &s, &GENERATOR.neg()),
+            &Jacobian::INFINITY
+        ));
+    }
+}
