@@ -309,6 +309,55 @@ mod tests {
         assert!(shown.contains("SecretKey"));
     }
 
+    /// The rare branch of the final comparison: x1 in [n, p), so x1 mod n = x1 − n. Random
+    /// signatures reach it with probability about 2⁻¹²⁸, so build one: pick R with such an x,
+    /// then the key P = t⁻¹·(R − s·G), so that s·G + t·P = R.
+    #[test]
+    fn verification_handles_x1_at_least_n() {
+        use crate::point::tests::mul_reference;
+        use sm2::dsa::signature::hazmat::PrehashVerifier;
+        let n = scalar::N.m;
+        let (x_int, point) = (0u64..)
+            .find_map(|j| {
+                let (x_int, _) = limbs::add(&n, &[j, 0, 0, 0]);
+                let x = Fe::from_int(x_int);
+                point::curve_rhs(&x)
+                    .sqrt()
+                    .map(|y| (x_int, Affine { x, y }))
+            })
+            .expect("some x just above n has a point");
+        assert!(limbs::lt(&x_int, &field::P.m));
+        let s = Scalar::reduce_bytes(&[0x37; 32]);
+        let r = Scalar::reduce_bytes(&[0xa5; 32]);
+        let t = r.add(&s);
+        let s_g = mul_reference(&s.0, &point::GENERATOR);
+        let diff = point
+            .to_jacobian()
+            .add_vartime(&s_g.neg())
+            .to_affine()
+            .unwrap();
+        let key_point = mul_reference(&t.invert().0, &diff).to_affine().unwrap();
+        let key = PublicKey { point: key_point };
+        // e = r − (x1 mod n)
+        let x1_mod_n = Scalar::reduce(&x_int);
+        let e = r.sub(&x1_mod_n).to_bytes();
+        assert!(verify_prehashed(&key, &e, &r.to_bytes(), &s.to_bytes()));
+        // The verdict of the independent implementation, and a near miss.
+        let theirs = sm2::dsa::VerifyingKey::from_sec1_bytes("1", &key.to_uncompressed()).unwrap();
+        let mut sig = [0u8; 64];
+        sig[..32].copy_from_slice(&r.to_bytes());
+        sig[32..].copy_from_slice(&s.to_bytes());
+        let sig = sm2::dsa::Signature::from_bytes(&sig.into()).unwrap();
+        assert!(theirs.verify_prehash(&e, &sig).is_ok());
+        let e_off = r.sub(&x1_mod_n).add(&Scalar::ONE).to_bytes();
+        assert!(!verify_prehashed(
+            &key,
+            &e_off,
+            &r.to_bytes(),
+            &s.to_bytes()
+        ));
+    }
+
     #[test]
     fn errors_display_clearly() {
         assert_eq!(
