@@ -1,0 +1,230 @@
+//! The `Backend` trait every verifier implements, and the registry that chooses one by name.
+
+use crate::algorithm::Algorithm;
+use crate::batch::{Batch, RecoverItem, Recovered};
+use crate::bitmap::Bitmap;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// The backend cannot run here (no driver, no GPU, library missing).
+    #[error("backend {backend} is unavailable: {reason}")]
+    Unavailable { backend: String, reason: String },
+    /// The backend does not implement this algorithm or operation.
+    #[error("backend {backend} does not support {what}")]
+    Unsupported { backend: String, what: String },
+    /// The device failed while working; the batch can be retried elsewhere.
+    #[error("device error in backend {backend}: {reason}")]
+    Device { backend: String, reason: String },
+    #[error("unknown backend {0:?}")]
+    UnknownName(String),
+}
+
+/// A batch verifier. Implementations must give verdict `i` for item `i`, lose none and reorder none.
+pub trait Backend: Send + Sync {
+    fn name(&self) -> &str;
+
+    fn supports(&self, alg: Algorithm) -> bool;
+
+    /// Verifies every item of `batch`; slots that failed preparation come back invalid.
+    fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError>;
+
+    /// Ethereum sender recovery: the signer of each item, or `None` when recovery fails
+    /// (including s above n/2, which Ethereum rejects).
+    fn recover_batch(&self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
+        let _ = items;
+        Err(BackendError::Unsupported {
+            backend: self.name().to_string(),
+            what: "recovery".into(),
+        })
+    }
+}
+
+/// Backends by name, with the reasons for the ones that could not start.
+///
+/// `auto` prefers an accelerator for batches of at least `gpu_crossover` items, the CPU below it
+/// (a GPU round trip costs more than it saves on small batches), and falls back to the CPU when the
+/// accelerator fails, so no record is lost.
+#[derive(Default, Clone)]
+pub struct Registry {
+    backends: Vec<Arc<dyn Backend>>,
+    unavailable: Vec<(String, String)>,
+    gpu_crossover: usize,
+}
+
+/// The name of the backend that is always present and is the fallback.
+pub const CPU: &str = "cpu";
+
+impl Registry {
+    pub fn new() -> Self {
+        Registry {
+            gpu_crossover: 4096,
+            ..Default::default()
+        }
+    }
+
+    pub fn register(&mut self, backend: Arc<dyn Backend>) {
+        self.backends.retain(|b| b.name() != backend.name());
+        self.backends.push(backend);
+    }
+
+    /// Records that a backend could not start, so `get` can say why.
+    pub fn register_unavailable(&mut self, name: &str, reason: impl Into<String>) {
+        self.unavailable.push((name.to_string(), reason.into()));
+    }
+
+    pub fn set_gpu_crossover(&mut self, items: usize) {
+        self.gpu_crossover = items;
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.backends.iter().map(|b| b.name()).collect()
+    }
+
+    /// The backend called `name`, or why it is missing.
+    pub fn get(&self, name: &str) -> Result<Arc<dyn Backend>, BackendError> {
+        if let Some(b) = self.backends.iter().find(|b| b.name() == name) {
+            return Ok(b.clone());
+        }
+        match self.unavailable.iter().find(|(n, _)| n == name) {
+            Some((n, reason)) => Err(BackendError::Unavailable {
+                backend: n.clone(),
+                reason: reason.clone(),
+            }),
+            None => Err(BackendError::UnknownName(name.to_string())),
+        }
+    }
+
+    /// The best backend for `alg` and a batch of `len` items under `name` (`auto` or a backend name).
+    pub fn select(
+        &self,
+        name: &str,
+        alg: Algorithm,
+        len: usize,
+    ) -> Result<Arc<dyn Backend>, BackendError> {
+        if name != "auto" {
+            let backend = self.get(name)?;
+            if !backend.supports(alg) {
+                return Err(BackendError::Unsupported {
+                    backend: name.to_string(),
+                    what: alg.to_string(),
+                });
+            }
+            return Ok(backend);
+        }
+        let accelerator = self
+            .backends
+            .iter()
+            .find(|b| b.name() != CPU && b.supports(alg));
+        match accelerator {
+            Some(b) if len >= self.gpu_crossover => Ok(b.clone()),
+            _ => self.get(CPU),
+        }
+    }
+
+    /// Verifies on the backend `select` picks; when that is not the CPU and it fails, verifies on
+    /// the CPU instead. Returns the verdicts and the name of the backend that produced them.
+    pub fn verify(&self, name: &str, batch: &Batch) -> Result<(Bitmap, String), BackendError> {
+        let backend = self.select(name, batch.alg(), batch.len())?;
+        match backend.verify_batch(batch) {
+            Ok(map) => Ok((map, backend.name().to_string())),
+            Err(err) if name == "auto" && backend.name() != CPU => {
+                tracing::warn!(backend = backend.name(), error = %err, "falling back to the CPU");
+                let cpu = self.get(CPU)?;
+                Ok((cpu.verify_batch(batch)?, CPU.to_string()))
+            }
+            Err(err) => Err(err),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend whose verdict is "r is odd"; optionally it always fails.
+    struct Fake {
+        name: &'static str,
+        fails: bool,
+    }
+
+    impl Backend for Fake {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn supports(&self, alg: Algorithm) -> bool {
+            alg == Algorithm::Sm2
+        }
+        fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
+            if self.fails {
+                return Err(BackendError::Device {
+                    backend: self.name.into(),
+                    reason: "boom".into(),
+                });
+            }
+            Ok(Bitmap::from_bools(
+                (0..batch.len()).map(|i| batch.item(i).r[31] & 1 == 1),
+            ))
+        }
+    }
+
+    fn batch(len: usize) -> Batch {
+        let mut b = Batch::with_capacity(Algorithm::Sm2, false, len);
+        for i in 0..len {
+            let mut item = crate::batch::PreparedItem::default();
+            item.r[31] = i as u8;
+            b.push(&item);
+        }
+        b
+    }
+
+    #[test]
+    fn auto_uses_the_accelerator_above_the_crossover_and_falls_back() {
+        let mut reg = Registry::new();
+        reg.register(Arc::new(Fake {
+            name: CPU,
+            fails: false,
+        }));
+        reg.register(Arc::new(Fake {
+            name: "gpu",
+            fails: true,
+        }));
+        reg.set_gpu_crossover(10);
+        assert_eq!(reg.select("auto", Algorithm::Sm2, 9).unwrap().name(), CPU);
+        assert_eq!(
+            reg.select("auto", Algorithm::Sm2, 10).unwrap().name(),
+            "gpu"
+        );
+        let (map, used) = reg.verify("auto", &batch(20)).unwrap();
+        assert_eq!(used, CPU);
+        assert_eq!(map.count_valid(), 10);
+        // Asked for by name, a failure is reported, not hidden.
+        assert!(matches!(
+            reg.verify("gpu", &batch(20)),
+            Err(BackendError::Device { .. })
+        ));
+    }
+
+    #[test]
+    fn missing_backends_say_why() {
+        let mut reg = Registry::new();
+        reg.register_unavailable("cuda", "no CUDA driver found");
+        let err = reg.get("cuda").err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "backend cuda is unavailable: no CUDA driver found"
+        );
+        assert_eq!(
+            reg.get("tpu").err().unwrap(),
+            BackendError::UnknownName("tpu".into())
+        );
+        reg.register(Arc::new(Fake {
+            name: CPU,
+            fails: false,
+        }));
+        assert!(matches!(
+            reg.select(CPU, Algorithm::P256, 1),
+            Err(BackendError::Unsupported { .. })
+        ));
+    }
+}

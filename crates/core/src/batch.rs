@@ -1,0 +1,274 @@
+//! Prepared items in the layout a GPU kernel reads, and their CPU view.
+//!
+//! A `Batch` holds one algorithm's items as 256-bit operands split into 32-bit words, column-major
+//! ("structure of arrays"): word `j` of operand `k` of item `i` sits at `(k * LIMBS + j) * stride + i`,
+//! so the 32 threads of a warp, one item each, read 32 consecutive words in one transaction. The
+//! stride is the length rounded up to 64, so verdict words line up with blocks of items.
+
+use crate::algorithm::Algorithm;
+use crate::error::RecordError;
+
+/// 32-bit words per 256-bit operand, least significant first.
+pub const LIMBS: usize = 8;
+/// Operand order within a batch.
+pub const E: usize = 0;
+pub const R: usize = 1;
+pub const S: usize = 2;
+pub const PX: usize = 3;
+pub const PY: usize = 4;
+pub const OPERANDS: usize = 5;
+
+/// One signature ready to verify: the digest (SM2's e, ECDSA's z), r, s and the validated public key,
+/// each a 256-bit big-endian value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PreparedItem {
+    pub e: [u8; 32],
+    pub r: [u8; 32],
+    pub s: [u8; 32],
+    pub px: [u8; 32],
+    pub py: [u8; 32],
+}
+
+impl PreparedItem {
+    fn operands(&self) -> [&[u8; 32]; OPERANDS] {
+        [&self.e, &self.r, &self.s, &self.px, &self.py]
+    }
+}
+
+/// Items of one algorithm in column-major words, with the errors of records that could not be prepared.
+///
+/// Every record has a slot, so verdict `i` is record `i`. A record that failed preparation keeps an
+/// all-zero slot (r = 0, which every verifier rejects) and its error, which the caller reports instead.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    alg: Algorithm,
+    low_s: bool,
+    len: usize,
+    stride: usize,
+    words: Vec<u32>,
+    errors: Vec<(usize, RecordError)>,
+}
+
+impl Batch {
+    /// An empty batch with room for `capacity` items. `low_s` makes ECDSA reject s > n/2.
+    pub fn with_capacity(alg: Algorithm, low_s: bool, capacity: usize) -> Self {
+        let stride = capacity.max(1).next_multiple_of(64);
+        Batch {
+            alg,
+            low_s,
+            len: 0,
+            stride,
+            words: vec![0; OPERANDS * LIMBS * stride],
+            errors: Vec::new(),
+        }
+    }
+
+    /// Builds a batch from per-record results, in order.
+    pub fn from_results(
+        alg: Algorithm,
+        low_s: bool,
+        results: impl ExactSizeIterator<Item = Result<PreparedItem, RecordError>>,
+    ) -> Self {
+        let mut batch = Batch::with_capacity(alg, low_s, results.len());
+        for result in results {
+            match result {
+                Ok(item) => batch.push(&item),
+                Err(err) => batch.push_error(err),
+            }
+        }
+        batch
+    }
+
+    pub fn alg(&self) -> Algorithm {
+        self.alg
+    }
+
+    pub fn low_s(&self) -> bool {
+        self.low_s
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Distance in words between operand rows; a multiple of 64, at least `len`.
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// All operand words, `OPERANDS * LIMBS * stride()` of them.
+    pub fn words(&self) -> &[u32] {
+        &self.words
+    }
+
+    /// Records that could not be prepared, by index, in order.
+    pub fn errors(&self) -> &[(usize, RecordError)] {
+        &self.errors
+    }
+
+    /// True when record `i` was prepared (its verdict means something).
+    pub fn is_prepared(&self, i: usize) -> bool {
+        self.errors
+            .binary_search_by_key(&i, |(index, _)| *index)
+            .is_err()
+    }
+
+    pub fn push(&mut self, item: &PreparedItem) {
+        let i = self.next_slot();
+        for (k, value) in item.operands().into_iter().enumerate() {
+            for j in 0..LIMBS {
+                let bytes = &value[32 - 4 * (j + 1)..32 - 4 * j];
+                self.words[(k * LIMBS + j) * self.stride + i] =
+                    u32::from_be_bytes(bytes.try_into().expect("4 bytes"));
+            }
+        }
+    }
+
+    pub fn push_error(&mut self, err: RecordError) {
+        let i = self.next_slot();
+        self.errors.push((i, err));
+    }
+
+    /// Reads item `i` back out of the columns (the CPU backends' view).
+    ///
+    /// # Panics
+    /// When `i >= len()`.
+    pub fn item(&self, i: usize) -> PreparedItem {
+        assert!(i < self.len, "item {i} of {}", self.len);
+        let mut item = PreparedItem::default();
+        let stride = self.stride;
+        let read = |k: usize, out: &mut [u8; 32]| {
+            for j in 0..LIMBS {
+                let word = self.words[(k * LIMBS + j) * stride + i];
+                out[32 - 4 * (j + 1)..32 - 4 * j].copy_from_slice(&word.to_be_bytes());
+            }
+        };
+        read(E, &mut item.e);
+        read(R, &mut item.r);
+        read(S, &mut item.s);
+        read(PX, &mut item.px);
+        read(PY, &mut item.py);
+        item
+    }
+
+    fn next_slot(&mut self) -> usize {
+        if self.len == self.stride {
+            self.grow();
+        }
+        self.len += 1;
+        self.len - 1
+    }
+
+    /// Doubles the stride, moving each operand row to its new place.
+    fn grow(&mut self) {
+        let new_stride = self.stride * 2;
+        let mut words = vec![0; OPERANDS * LIMBS * new_stride];
+        for row in 0..OPERANDS * LIMBS {
+            words[row * new_stride..row * new_stride + self.stride]
+                .copy_from_slice(&self.words[row * self.stride..(row + 1) * self.stride]);
+        }
+        self.words = words;
+        self.stride = new_stride;
+    }
+}
+
+/// One Ethereum-style recovery request: digest, r‖s and the recovery id (y parity, 0 or 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoverItem {
+    pub digest: [u8; 32],
+    pub r: [u8; 32],
+    pub s: [u8; 32],
+    pub recovery_id: u8,
+}
+
+/// A recovered signer: its uncompressed SEC1 key and Ethereum address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recovered {
+    pub pubkey: [u8; 65],
+    pub address: [u8; 20],
+}
+
+impl Recovered {
+    /// Derives the address (last 20 bytes of keccak256 of x‖y) from an uncompressed key.
+    pub fn from_pubkey(pubkey: [u8; 65]) -> Self {
+        let hash = crate::hash::keccak256(&pubkey[1..]);
+        let mut address = [0u8; 20];
+        address.copy_from_slice(&hash[12..]);
+        Recovered { pubkey, address }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(seed: u8) -> PreparedItem {
+        let v = |o: u8| {
+            std::array::from_fn(|b| {
+                seed.wrapping_mul(31)
+                    .wrapping_add(o)
+                    .wrapping_add(b as u8 * 7)
+            })
+        };
+        PreparedItem {
+            e: v(1),
+            r: v(2),
+            s: v(3),
+            px: v(4),
+            py: v(5),
+        }
+    }
+
+    #[test]
+    fn column_major_layout_and_round_trip_through_growth() {
+        let mut batch = Batch::with_capacity(Algorithm::Sm2, false, 3);
+        assert_eq!(batch.stride(), 64);
+        for n in 0..150u8 {
+            if n == 7 {
+                batch.push_error(RecordError::new("sig", "bad"));
+            } else {
+                batch.push(&item(n));
+            }
+        }
+        assert_eq!(batch.len(), 150);
+        assert_eq!(batch.stride(), 256);
+        for n in 0..150u8 {
+            let want = if n == 7 {
+                PreparedItem::default()
+            } else {
+                item(n)
+            };
+            assert_eq!(batch.item(n as usize), want);
+        }
+        assert!(!batch.is_prepared(7) && batch.is_prepared(8));
+        // word 0 of r (least significant) of item 5 is the last four bytes of r, big-endian
+        let r = item(5).r;
+        assert_eq!(
+            batch.words()[R * LIMBS * batch.stride() + 5],
+            u32::from_be_bytes(r[28..].try_into().unwrap())
+        );
+        // word 7 of py (most significant) of item 9
+        let py = item(9).py;
+        assert_eq!(
+            batch.words()[(PY * LIMBS + 7) * batch.stride() + 9],
+            u32::from_be_bytes(py[..4].try_into().unwrap())
+        );
+    }
+
+    #[test]
+    fn address_of_private_key_one() {
+        // G of secp256k1 is the public key of private key 1.
+        let mut pubkey = [4u8; 65];
+        pubkey[1..33].copy_from_slice(&crate::curve::SECP256K1.gx);
+        pubkey[33..].copy_from_slice(&crate::curve::SECP256K1.gy);
+        let rec = Recovered::from_pubkey(pubkey);
+        assert_eq!(
+            hex::encode(rec.address),
+            "7e5f4552091a69125d5dfcb7b8c2659029395bdf"
+        );
+    }
+}

@@ -1,0 +1,323 @@
+//! The JSON Lines records of the `verify` and `recover` commands (`shared/specs/cli.md`), decoded
+//! into typed values. Curve checks (is the key on the curve?) come later, in preparation.
+
+use crate::algorithm::{Algorithm, HashAlg};
+use crate::batch::RecoverItem;
+use crate::der;
+use crate::error::RecordError;
+use crate::hexstr;
+use serde_json::{Map, Value};
+
+/// The SM2 identifier used when a record gives none: ASCII "1234567812345678".
+pub const DEFAULT_SM2_ID: &[u8] = b"1234567812345678";
+
+/// What was signed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Payload {
+    /// A message still to be hashed with `hash` (for SM2 with Z_A prepended).
+    Message { msg: Vec<u8>, hash: HashAlg },
+    /// The 32-byte value already hashed (SM2's e, ECDSA's z).
+    Digest([u8; 32]),
+}
+
+/// One decoded `verify` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyRecord {
+    pub alg: Algorithm,
+    /// SEC1 bytes, not yet checked against the curve.
+    pub pubkey: Vec<u8>,
+    pub payload: Payload,
+    pub r: [u8; 32],
+    pub s: [u8; 32],
+    /// SM2 only: the signer's distinguishing identifier.
+    pub sm2_id: Vec<u8>,
+}
+
+/// Defaults from the command line for fields a line leaves out.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VerifyDefaults {
+    pub alg: Option<Algorithm>,
+    pub hash: Option<HashAlg>,
+}
+
+/// Decodes one `verify` line.
+pub fn parse_verify_line(
+    line: &str,
+    defaults: &VerifyDefaults,
+) -> Result<VerifyRecord, RecordError> {
+    let obj = parse_object(line)?;
+    let alg = match str_field(&obj, "alg")? {
+        Some(text) => text
+            .parse::<Algorithm>()
+            .map_err(|e| RecordError::new("alg", e))?,
+        None => defaults
+            .alg
+            .ok_or_else(|| RecordError::new("alg", "missing (and no --alg given)"))?,
+    };
+    let pubkey = hexstr::decode("pubkey", required(&obj, "pubkey")?)?;
+
+    let hash = match str_field(&obj, "hash")? {
+        Some(text) => Some(
+            text.parse::<HashAlg>()
+                .map_err(|e| RecordError::new("hash", e))?,
+        ),
+        None => None,
+    };
+    let payload = match (str_field(&obj, "msg")?, str_field(&obj, "digest")?) {
+        (Some(_), Some(_)) => {
+            return Err(RecordError::new("digest", "give msg or digest, not both"))
+        }
+        (Some(msg), None) => {
+            let hash = hash.or(defaults.hash).unwrap_or(alg.default_hash());
+            if alg == Algorithm::Sm2 && hash != HashAlg::Sm3 {
+                return Err(RecordError::new(
+                    "hash",
+                    format!("sm2 hashes with sm3, not {hash}"),
+                ));
+            }
+            Payload::Message {
+                msg: hexstr::decode("msg", msg)?,
+                hash,
+            }
+        }
+        (None, Some(digest)) => Payload::Digest(hexstr::decode_array("digest", digest)?),
+        (None, None) => return Err(RecordError::new("msg", "missing (give msg or digest)")),
+    };
+
+    let (r, s) = match (str_field(&obj, "sig")?, str_field(&obj, "sig_der")?) {
+        (Some(_), Some(_)) => {
+            return Err(RecordError::new("sig_der", "give sig or sig_der, not both"))
+        }
+        (Some(sig), None) => split_sig(&hexstr::decode_array::<64>("sig", sig)?),
+        (None, Some(text)) => der::parse_signature(&hexstr::decode("sig_der", text)?)
+            .map_err(|e| RecordError::new("sig_der", e.to_string()))?,
+        (None, None) => return Err(RecordError::new("sig", "missing (give sig or sig_der)")),
+    };
+
+    let sm2_id = match (str_field(&obj, "id")?, alg) {
+        (None, _) => DEFAULT_SM2_ID.to_vec(),
+        (Some(id), Algorithm::Sm2) => {
+            let id = hexstr::decode("id", id)?;
+            // ENTL is the identifier's length in bits, in two bytes.
+            if id.len() > 8191 {
+                return Err(RecordError::new("id", "longer than 8191 bytes"));
+            }
+            id
+        }
+        (Some(_), _) => {
+            return Err(RecordError::new(
+                "id",
+                "only sm2 signatures carry an identifier",
+            ))
+        }
+    };
+
+    Ok(VerifyRecord {
+        alg,
+        pubkey,
+        payload,
+        r,
+        s,
+        sm2_id,
+    })
+}
+
+/// One decoded `recover` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecoverRecord {
+    /// A raw signed transaction (legacy, EIP-2930 or EIP-1559 envelope).
+    Transaction(Vec<u8>),
+    /// A bare signature over a digest.
+    Signature(RecoverItem),
+}
+
+/// Decodes one `recover` line.
+pub fn parse_recover_line(line: &str) -> Result<RecoverRecord, RecordError> {
+    let obj = parse_object(line)?;
+    if let Some(tx) = str_field(&obj, "tx")? {
+        return Ok(RecoverRecord::Transaction(hexstr::decode("tx", tx)?));
+    }
+    let digest = hexstr::decode_array("digest", required(&obj, "digest")?)?;
+    let (r, s) = split_sig(&hexstr::decode_array::<64>("sig", required(&obj, "sig")?)?);
+    let v = match obj.get("v") {
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(text)) => {
+            let digits = text.trim_start_matches("0x");
+            u64::from_str_radix(digits, if text.starts_with("0x") { 16 } else { 10 }).ok()
+        }
+        None | Some(Value::Null) => return Err(RecordError::new("v", "missing")),
+        Some(_) => None,
+    };
+    let recovery_id = match v {
+        Some(0 | 27) => 0,
+        Some(1 | 28) => 1,
+        _ => return Err(RecordError::new("v", "expected 0, 1, 27 or 28")),
+    };
+    Ok(RecoverRecord::Signature(RecoverItem {
+        digest,
+        r,
+        s,
+        recovery_id,
+    }))
+}
+
+fn parse_object(line: &str) -> Result<Map<String, Value>, RecordError> {
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(obj)) => Ok(obj),
+        Ok(_) => Err(RecordError::new("", "bad JSON: expected an object")),
+        Err(e) => Err(RecordError::new("", format!("bad JSON: {e}"))),
+    }
+}
+
+/// A string field, `None` when absent or null.
+fn str_field<'a>(
+    obj: &'a Map<String, Value>,
+    name: &'static str,
+) -> Result<Option<&'a str>, RecordError> {
+    match obj.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(RecordError::new(name, "expected a string")),
+    }
+}
+
+fn required<'a>(obj: &'a Map<String, Value>, name: &'static str) -> Result<&'a str, RecordError> {
+    str_field(obj, name)?.ok_or_else(|| RecordError::new(name, "missing"))
+}
+
+fn split_sig(sig: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
+    let (r, s) = sig.split_at(32);
+    (
+        r.try_into().expect("32 bytes"),
+        s.try_into().expect("32 bytes"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "04aabb";
+    fn sig() -> String {
+        "11".repeat(32) + &"22".repeat(32)
+    }
+
+    #[test]
+    fn decodes_defaults_and_explicit_fields() {
+        let line = format!(
+            r#"{{"alg":"sm2","pubkey":"{KEY}","msg":"0x6162","sig":"{}"}}"#,
+            sig()
+        );
+        let rec = parse_verify_line(&line, &VerifyDefaults::default()).unwrap();
+        assert_eq!(rec.alg, Algorithm::Sm2);
+        assert_eq!(
+            rec.payload,
+            Payload::Message {
+                msg: b"ab".to_vec(),
+                hash: HashAlg::Sm3
+            }
+        );
+        assert_eq!(rec.sm2_id, DEFAULT_SM2_ID);
+        assert_eq!((rec.r, rec.s), ([0x11; 32], [0x22; 32]));
+
+        let line = format!(
+            r#"{{"pubkey":"{KEY}","digest":"{}","sig_der":"3006020101020102"}}"#,
+            "00".repeat(32)
+        );
+        let defaults = VerifyDefaults {
+            alg: Some(Algorithm::P256),
+            hash: None,
+        };
+        let rec = parse_verify_line(&line, &defaults).unwrap();
+        assert_eq!(rec.payload, Payload::Digest([0; 32]));
+        assert_eq!(rec.r[31], 1);
+        assert_eq!(rec.s[31], 2);
+
+        let line = format!(
+            r#"{{"alg":"secp256k1","pubkey":"{KEY}","msg":"","sig":"{}"}}"#,
+            sig()
+        );
+        let defaults = VerifyDefaults {
+            alg: None,
+            hash: Some(HashAlg::Sha256),
+        };
+        let rec = parse_verify_line(&line, &defaults).unwrap();
+        assert_eq!(
+            rec.payload,
+            Payload::Message {
+                msg: vec![],
+                hash: HashAlg::Sha256
+            }
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let d = VerifyDefaults::default();
+        let s = sig();
+        let cases = [
+            ("not json".to_string(), ""),
+            ("[1]".to_string(), ""),
+            (
+                format!(r#"{{"pubkey":"{KEY}","msg":"","sig":"{s}"}}"#),
+                "alg",
+            ),
+            (
+                format!(r#"{{"alg":"rsa","pubkey":"{KEY}","msg":"","sig":"{s}"}}"#),
+                "alg",
+            ),
+            (
+                format!(r#"{{"alg":"sm2","pubkey":"zz","msg":"","sig":"{s}"}}"#),
+                "pubkey",
+            ),
+            (
+                format!(r#"{{"alg":"sm2","pubkey":7,"msg":"","sig":"{s}"}}"#),
+                "pubkey",
+            ),
+            (
+                format!(r#"{{"alg":"sm2","pubkey":"{KEY}","sig":"{s}"}}"#),
+                "msg",
+            ),
+            (
+                format!(r#"{{"alg":"sm2","pubkey":"{KEY}","msg":"","hash":"sha256","sig":"{s}"}}"#),
+                "hash",
+            ),
+            (
+                format!(r#"{{"alg":"p256","pubkey":"{KEY}","digest":"00","sig":"{s}"}}"#),
+                "digest",
+            ),
+            (
+                format!(r#"{{"alg":"p256","pubkey":"{KEY}","msg":"","sig":"00"}}"#),
+                "sig",
+            ),
+            (
+                format!(r#"{{"alg":"p256","pubkey":"{KEY}","msg":"","sig_der":"3000"}}"#),
+                "sig_der",
+            ),
+            (
+                format!(r#"{{"alg":"p256","pubkey":"{KEY}","msg":"","sig":"{s}","id":"00"}}"#),
+                "id",
+            ),
+        ];
+        for (line, field) in cases {
+            let err = parse_verify_line(&line, &d).unwrap_err();
+            assert_eq!(err.field, field, "{line} -> {err}");
+        }
+    }
+
+    #[test]
+    fn recover_lines() {
+        let s = sig();
+        let line = format!(r#"{{"digest":"{}","sig":"{s}","v":28}}"#, "ab".repeat(32));
+        match parse_recover_line(&line).unwrap() {
+            RecoverRecord::Signature(item) => assert_eq!(item.recovery_id, 1),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse_recover_line(r#"{"tx":"0x02c0"}"#).unwrap(),
+            RecoverRecord::Transaction(vec![2, 0xc0])
+        );
+        let line = format!(r#"{{"digest":"{}","sig":"{s}","v":29}}"#, "ab".repeat(32));
+        assert_eq!(parse_recover_line(&line).unwrap_err().field, "v");
+    }
+}
