@@ -1,0 +1,488 @@
+//! The fast multiplier: an incomplete mixed-radix NTT over a prime Q near 2^24 or 2^25 (spec §9).
+//!
+//! Both operands are zero-padded to length N ≥ 2n − 1 and multiplied in Z_Q[x]/(x^N − 1), so the
+//! product is the exact linear product reduced mod Q. The forward transform splits x^N − 1 layer by
+//! layer (radix 2, and radix 3 once for n = 653) down to `leaves` rings Z_Q[x]/(x^b − ζ) with b = 3, 5
+//! or 7, where a schoolbook product is cheap. The inverse transform undoes the layers without the 1/r
+//! factors; one multiplication by leaves⁻¹ at the end removes them all.
+//!
+//! **Exactness, and where this differs from the reference.** The reference folds the products mod Q
+//! and maps the result straight to mod q, which is only right while the *folded* coefficient (up to
+//! (2n − 1) terms) stays below Q/2; extreme inputs break it for n = 653 and 1277. Here the large
+//! operand is first centered (|a| ≤ (q−1)/2, resp. q2/2), each *linear* coefficient d_k (at most n
+//! terms) is lifted to the integer in (−Q/2, Q/2), and the fold x^n = x + 1 is done on exact integers.
+//! That is exact whenever n·max|a|·max|b| < Q/2, which [`NttMultiplier::small_limit_q`] and
+//! [`NttMultiplier::small_limit_q2`] turn into a bound on the small operand; every product the KEM takes
+//! (u·g, h·r with |g|, |r| ≤ η; c·f with f in the unpacked-key range) is inside it for every input,
+//! and the multiplier refuses (with an error, not a wrong answer) a small operand outside it.
+//!
+//! Every constant is derived from [`Params`] ([`crate::params::NttPlan`]): Q, N and the radices; the
+//! root of unity is found by search, so a GPU backend can build the same tables.
+//!
+//! Arithmetic: twiddles use Shoup's precomputed-quotient multiplication (result in [0, 2Q), values kept
+//! in [0, 2Q) throughout), leaf products use 64-bit accumulation and Barrett reduction. Operations on
+//! the coefficients have no data-dependent branches.
+
+use crate::params::Params;
+use crate::Error;
+
+/// A constant w < Q with its Shoup quotient ⌊w·2^32/Q⌋.
+#[derive(Debug, Clone, Copy)]
+struct Twiddle {
+    w: u32,
+    w_shoup: u32,
+}
+
+impl Twiddle {
+    fn new(w: u32, prime: u32) -> Self {
+        Twiddle {
+            w,
+            w_shoup: (((w as u64) << 32) / prime as u64) as u32,
+        }
+    }
+}
+
+/// a·w mod Q, in [0, 2Q), for any a < 2^32.
+#[inline(always)]
+fn mul_shoup(a: u32, t: Twiddle, prime: u32) -> u32 {
+    let quotient = ((a as u64 * t.w_shoup as u64) >> 32) as u32;
+    a.wrapping_mul(t.w)
+        .wrapping_sub(quotient.wrapping_mul(prime))
+}
+
+/// x − m when x ≥ m, else x (for x < 2m).
+#[inline(always)]
+fn csub(x: u32, m: u32) -> u32 {
+    x.min(x.wrapping_sub(m))
+}
+
+fn pow_mod(base: u64, mut exp: u64, m: u64) -> u64 {
+    let mut acc = 1u64;
+    let mut b = base % m;
+    while exp > 0 {
+        if exp & 1 == 1 {
+            acc = acc * b % m;
+        }
+        b = b * b % m;
+        exp >>= 1;
+    }
+    acc
+}
+
+/// The smallest generator of Z_p^* for a prime p < 2^32.
+fn generator(p: u64) -> u64 {
+    let mut factors = Vec::new();
+    let mut rest = p - 1;
+    let mut d = 2;
+    while d * d <= rest {
+        if rest % d == 0 {
+            factors.push(d);
+            while rest % d == 0 {
+                rest /= d;
+            }
+        }
+        d += 1;
+    }
+    if rest > 1 {
+        factors.push(rest);
+    }
+    (2..p)
+        .find(|&g| factors.iter().all(|&f| pow_mod(g, (p - 1) / f, p) != 1))
+        .expect("a prime has a generator")
+}
+
+/// One forward layer: every block of `block_len` coefficients splits into `radix` children.
+#[derive(Debug, Clone)]
+struct Layer {
+    radix: usize,
+    block_len: usize,
+    /// Per block: radix 2: [ζ_0]; radix r: ζ_j^k for j < r, 1 ≤ k < r.
+    forward: Vec<Twiddle>,
+    /// Per block: radix 2: [ζ_0⁻¹]; radix r: ζ_j^−i for 1 ≤ i < r, j < r.
+    inverse: Vec<Twiddle>,
+}
+
+/// Precomputed tables for one parameter set's fast multiplication.
+#[derive(Debug, Clone)]
+pub struct NttMultiplier {
+    n: usize,
+    q: i32,
+    q2: i32,
+    len: usize,
+    prime: u32,
+    root: u32,
+    layers: Vec<Layer>,
+    leaf_len: usize,
+    leaf_zeta: Vec<u32>,
+    leaves_inv: Twiddle,
+    /// ⌊2^64 / Q⌋ for Barrett reduction of 64-bit sums.
+    barrett: u64,
+}
+
+impl NttMultiplier {
+    /// Build the tables from the parameter set's [`crate::params::NttPlan`].
+    pub fn new(p: &Params) -> Self {
+        let plan = p.ntt;
+        let prime = plan.prime;
+        let q64 = prime as u64;
+        let leaves = plan.leaves();
+        assert!(
+            plan.len >= 2 * p.n - 1,
+            "the transform must hold the whole linear product"
+        );
+        assert_eq!(plan.len % leaves, 0, "the radices must divide N");
+        assert_eq!(
+            (q64 - 1) % leaves as u64,
+            0,
+            "Q − 1 must be divisible by the number of leaves"
+        );
+        assert!(prime < 1 << 30, "values in [0, 4Q) must fit in 32 bits");
+
+        // ψ: a primitive `leaves`-th root of unity. A block x^len − ψ^e is tracked by its exponent e.
+        let root = pow_mod(generator(q64), (q64 - 1) / leaves as u64, q64);
+        let root_inv = pow_mod(root, q64 - 2, q64);
+        let zeta = |e: usize| pow_mod(root, e as u64, q64) as u32;
+        let zeta_inv = |e: usize| pow_mod(root_inv, e as u64, q64) as u32;
+
+        let mut exponents = vec![0usize];
+        let mut block_len = plan.len;
+        let mut layers = Vec::new();
+        for &radix in plan.radices {
+            let mut forward = Vec::new();
+            let mut inverse = Vec::new();
+            let mut children = Vec::with_capacity(exponents.len() * radix);
+            for &e in &exponents {
+                // x^{r·m} − ψ^e = ∏_j (x^m − ψ^{e_j}) with e_j = (e + j·leaves)/r.
+                let child: Vec<usize> = (0..radix)
+                    .map(|j| {
+                        let num = e + j * leaves;
+                        assert_eq!(num % radix, 0);
+                        num / radix
+                    })
+                    .collect();
+                if radix == 2 {
+                    forward.push(Twiddle::new(zeta(child[0]), prime));
+                    inverse.push(Twiddle::new(zeta_inv(child[0]), prime));
+                } else {
+                    for &ej in &child {
+                        for k in 1..radix {
+                            forward.push(Twiddle::new(zeta(ej * k), prime));
+                        }
+                    }
+                    for i in 1..radix {
+                        for &ej in &child {
+                            inverse.push(Twiddle::new(zeta_inv(ej * i), prime));
+                        }
+                    }
+                }
+                children.extend(child);
+            }
+            layers.push(Layer {
+                radix,
+                block_len,
+                forward,
+                inverse,
+            });
+            block_len /= radix;
+            exponents = children;
+        }
+        let leaf_zeta = exponents.iter().map(|&e| zeta(e)).collect();
+        let leaves_inv = Twiddle::new(pow_mod(leaves as u64, q64 - 2, q64) as u32, prime);
+        NttMultiplier {
+            n: p.n,
+            q: p.q,
+            q2: p.q2,
+            len: plan.len,
+            prime,
+            root: root as u32,
+            layers,
+            leaf_len: block_len,
+            leaf_zeta,
+            leaves_inv,
+            barrett: ((1u128 << 64) / q64 as u128) as u64,
+        }
+    }
+
+    /// Transform length N.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: a transform has at least 2n − 1 slots.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The NTT prime Q.
+    pub fn prime(&self) -> u32 {
+        self.prime
+    }
+
+    /// The primitive leaves-th root of unity ψ the tables are built from (leaf i is x^b − ψ^{e_i}).
+    pub fn root(&self) -> u32 {
+        self.root
+    }
+
+    /// Degree b of the leaf rings.
+    pub fn leaf_len(&self) -> usize {
+        self.leaf_len
+    }
+
+    /// Largest |b| for which a·b mod q is exact for every a: n·(q−1)/2·|b| ≤ (Q−1)/2.
+    pub fn small_limit_q(&self) -> i32 {
+        self.small_limit((self.q - 1) / 2)
+    }
+
+    /// Largest |b| for which a·b mod q2 is exact for every a: n·(q2/2)·|b| ≤ (Q−1)/2.
+    pub fn small_limit_q2(&self) -> i32 {
+        self.small_limit(self.q2 / 2)
+    }
+
+    fn small_limit(&self, large_max: i32) -> i32 {
+        (((self.prime - 1) / 2) as u64 / (self.n as u64 * large_max as u64)) as i32
+    }
+
+    #[inline(always)]
+    fn barrett_reduce(&self, x: u64) -> u32 {
+        let quotient = ((x as u128 * self.barrett as u128) >> 64) as u64;
+        csub((x - quotient * self.prime as u64) as u32, self.prime)
+    }
+
+    /// Forward transform in place. Input and output coefficients in [0, 2Q).
+    pub fn forward(&self, a: &mut [u32]) {
+        assert_eq!(a.len(), self.len, "transform length");
+        let two_q = 2 * self.prime;
+        for layer in &self.layers {
+            let sub = layer.block_len / layer.radix;
+            for (blk, block) in a.chunks_exact_mut(layer.block_len).enumerate() {
+                if layer.radix == 2 {
+                    let tw = layer.forward[blk];
+                    let (lo, hi) = block.split_at_mut(sub);
+                    for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                        let t = mul_shoup(*y, tw, self.prime);
+                        let u = *x;
+                        *x = csub(u + t, two_q);
+                        *y = csub(u + two_q - t, two_q);
+                    }
+                } else {
+                    let r = layer.radix;
+                    let consts = &layer.forward[blk * r * (r - 1)..(blk + 1) * r * (r - 1)];
+                    let mut parts = [0u32; 8];
+                    for i in 0..sub {
+                        for (k, part) in parts[..r].iter_mut().enumerate() {
+                            *part = block[k * sub + i];
+                        }
+                        for j in 0..r {
+                            let mut acc = parts[0] as u64;
+                            for k in 1..r {
+                                acc += mul_shoup(parts[k], consts[j * (r - 1) + k - 1], self.prime)
+                                    as u64;
+                            }
+                            block[j * sub + i] = self.barrett_reduce(acc);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Inverse transform in place, without the 1/leaves factor. Coefficients in [0, 2Q).
+    pub fn inverse_unscaled(&self, a: &mut [u32]) {
+        assert_eq!(a.len(), self.len, "transform length");
+        let two_q = 2 * self.prime;
+        for layer in self.layers.iter().rev() {
+            let sub = layer.block_len / layer.radix;
+            for (blk, block) in a.chunks_exact_mut(layer.block_len).enumerate() {
+                if layer.radix == 2 {
+                    let tw = layer.inverse[blk];
+                    let (lo, hi) = block.split_at_mut(sub);
+                    for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                        let (c0, c1) = (*x, *y);
+                        *x = csub(c0 + c1, two_q);
+                        *y = mul_shoup(c0 + two_q - c1, tw, self.prime);
+                    }
+                } else {
+                    let r = layer.radix;
+                    let consts = &layer.inverse[blk * r * (r - 1)..(blk + 1) * r * (r - 1)];
+                    let mut parts = [0u32; 8];
+                    for i in 0..sub {
+                        for (j, part) in parts[..r].iter_mut().enumerate() {
+                            *part = block[j * sub + i];
+                        }
+                        block[i] = self.barrett_reduce(parts[..r].iter().map(|&c| c as u64).sum());
+                        for k in 1..r {
+                            let mut acc = 0u64;
+                            for j in 0..r {
+                                acc +=
+                                    mul_shoup(parts[j], consts[(k - 1) * r + j], self.prime) as u64;
+                            }
+                            block[k * sub + i] = self.barrett_reduce(acc);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Leaf-wise products: a ← a·b in every Z_Q[x]/(x^b − ζ). Inputs in [0, 2Q), output in [0, Q).
+    pub fn pointwise(&self, a: &mut [u32], b: &[u32]) {
+        assert_eq!(a.len(), self.len, "transform length");
+        assert_eq!(b.len(), self.len, "transform length");
+        let bl = self.leaf_len;
+        let mut prod = [0u64; 16];
+        for ((x, y), &zeta) in a
+            .chunks_exact_mut(bl)
+            .zip(b.chunks_exact(bl))
+            .zip(&self.leaf_zeta)
+        {
+            prod[..2 * bl - 1].fill(0);
+            for (i, &xi) in x.iter().enumerate() {
+                for (j, &yj) in y.iter().enumerate() {
+                    prod[i + j] += xi as u64 * yj as u64;
+                }
+            }
+            for k in 0..bl {
+                let mut acc = prod[k];
+                if k + bl < 2 * bl - 1 {
+                    acc += self.barrett_reduce(prod[k + bl]) as u64 * zeta as u64;
+                }
+                x[k] = self.barrett_reduce(acc);
+            }
+        }
+    }
+
+    /// The folded product of a centered large operand and a small one, as exact integers, provided
+    /// n·max|a|·max|b| < Q/2 (the callers check this).
+    fn exact_folded(&self, a_centered: &[i32], b: &[i8]) -> Vec<i32> {
+        let lift = |v: i32| -> u32 { (v + (self.prime as i32 & (v >> 31))) as u32 };
+        let mut ta = vec![0u32; self.len];
+        let mut tb = vec![0u32; self.len];
+        for (t, &v) in ta.iter_mut().zip(a_centered) {
+            *t = lift(v);
+        }
+        for (t, &v) in tb.iter_mut().zip(b) {
+            *t = lift(v as i32);
+        }
+        self.forward(&mut ta);
+        self.forward(&mut tb);
+        self.pointwise(&mut ta, &tb);
+        self.inverse_unscaled(&mut ta);
+        let half = (self.prime / 2) as i32;
+        let linear: Vec<i32> = ta[..2 * self.n - 1]
+            .iter()
+            .map(|&d| {
+                let r = csub(mul_shoup(d, self.leaves_inv, self.prime), self.prime) as i32;
+                // Lift to (−Q/2, Q/2): the exact coefficient.
+                r - (self.prime as i32 & ((half - r) >> 31))
+            })
+            .collect();
+        crate::poly::fold(self.n, &linear)
+    }
+
+    fn check(&self, a: &[i32], b: &[i8], limit: i32) -> Result<(), Error> {
+        if a.len() != self.n {
+            return Err(Error::WrongDegree {
+                field: "large operand",
+                expected: self.n,
+                got: a.len(),
+            });
+        }
+        if b.len() != self.n {
+            return Err(Error::WrongDegree {
+                field: "small operand",
+                expected: self.n,
+                got: b.len(),
+            });
+        }
+        let largest = b.iter().fold(0i32, |m, &v| m.max((v as i32).abs()));
+        if largest > limit {
+            return Err(Error::SmallOperandOutOfRange {
+                field: "small operand",
+                limit,
+                got: largest,
+            });
+        }
+        Ok(())
+    }
+
+    /// a·b mod (x^n − x − 1, q), coefficients in [0, q). `a` may hold any integers (taken mod q);
+    /// `b` must satisfy |b_i| ≤ [`Self::small_limit_q`] (η always does).
+    pub fn mul_mod_q(&self, a: &[i32], b: &[i8]) -> Result<Vec<i32>, Error> {
+        self.check(a, b, self.small_limit_q())?;
+        let m = crate::arith::SmallModulus::new(self.q);
+        let centered: Vec<i32> = a.iter().map(|&v| m.center(v)).collect();
+        Ok(self
+            .exact_folded(&centered, b)
+            .into_iter()
+            .map(|v| m.reduce(v))
+            .collect())
+    }
+
+    /// a·b mod (x^n − x − 1, q2), coefficients in [0, q2). `a` may hold any integers (taken mod q2);
+    /// `b` must satisfy |b_i| ≤ [`Self::small_limit_q2`] (every unpacked secret key does).
+    pub fn mul_mod_q2(&self, a: &[i32], b: &[i8]) -> Result<Vec<i32>, Error> {
+        self.check(a, b, self.small_limit_q2())?;
+        let mask = self.q2 - 1;
+        let half = self.q2 / 2;
+        let centered: Vec<i32> = a
+            .iter()
+            .map(|&v| {
+                let r = v & mask;
+                r - (self.q2 & ((half - 1 - r) >> 31))
+            })
+            .collect();
+        Ok(self
+            .exact_folded(&centered, b)
+            .into_iter()
+            .map(|v| v & mask)
+            .collect())
+    }
+}
+
+/// The shared tables for a parameter set, built on first use.
+pub fn multiplier(set: crate::ParamSet) -> &'static NttMultiplier {
+    static TABLES: [std::sync::OnceLock<NttMultiplier>; 3] = [
+        std::sync::OnceLock::new(),
+        std::sync::OnceLock::new(),
+        std::sync::OnceLock::new(),
+    ];
+    TABLES[set.index()].get_or_init(|| NttMultiplier::new(set.params()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ParamSet;
+
+    #[test]
+    fn small_limits_cover_every_kem_product() {
+        for set in ParamSet::ALL {
+            let p = set.params();
+            let m = multiplier(set);
+            assert!(m.small_limit_q() >= p.eta, "{set}: u·g and h·r");
+            let (lo, hi) = p.unpacked_f_range();
+            assert!(m.small_limit_q2() >= lo.abs().max(hi.abs()), "{set}: c·f");
+            assert_eq!(m.leaf_len(), p.ntt.leaf_len());
+        }
+    }
+
+    #[test]
+    fn transform_round_trips() {
+        for set in ParamSet::ALL {
+            let m = multiplier(set);
+            let leaves = set.params().ntt.leaves() as u64;
+            let input: Vec<u32> = (0..m.len() as u32)
+                .map(|i| (i * 7919 + 13) % m.prime())
+                .collect();
+            let mut a = input.clone();
+            m.forward(&mut a);
+            m.inverse_unscaled(&mut a);
+            for (x, y) in a.iter().zip(&input) {
+                assert_eq!(
+                    *x as u64 % m.prime() as u64,
+                    *y as u64 * leaves % m.prime() as u64
+                );
+            }
+        }
+    }
+}
