@@ -1,0 +1,30 @@
+//! Builds the portable (host) path of the kernel arithmetic with the C++ compiler: the same
+//! sources NVRTC compiles for the GPU, with the curve header generated from chainsig_core.
+#[path = "src/codegen.rs"]
+#[allow(dead_code)]
+mod codegen;
+
+fn main() {
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let header = codegen::curve_header(&chainsig_core::curve::SM2).expect("SM2 header");
+    std::fs::write(out.join("cs_curve.h"), header).expect("write cs_curve.h");
+    for f in [
+        "cs_types.h",
+        "cs_arith.cuh",
+        "cs_verify.cuh",
+        "host_shim.cpp",
+        "../src/codegen.rs",
+    ] {
+        println!("cargo:rerun-if-changed=kernels/{f}");
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+    cc::Build::new()
+        .cpp(true)
+        .file("kernels/host_shim.cpp")
+        .include(&out)
+        .include("kernels")
+        .flag_if_supported("-std=c++17")
+        .flag_if_supported("-O2")
+        .warnings(false)
+        .compile("chainsig_cuda_host");
+}

@@ -1,0 +1,48 @@
+// Kernel entry points: one thread per signature, verdicts gathered per block as bitmap words.
+// The host appends one CS_INSTANTIATE line per configuration it needs (see src/kernel.rs).
+#pragma once
+
+template <int MODE, int INV, int COMPRESS, int ROWMAJOR>
+__device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 stride, u32 count,
+                                                const u32* __restrict__ gtab,
+                                                unsigned long long* __restrict__ out) {
+  __shared__ u32 votes[32];
+  const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  bool ok = false;
+  if (i < count) {
+    sig_in s;
+    fe* ops[5] = {&s.e, &s.r, &s.s, &s.px, &s.py};
+    const int nops = COMPRESS ? 4 : 5;
+    if (ROWMAJOR) {
+      const u32 width = nops * 8 + COMPRESS;
+      const u32* row = in + (size_t)i * width;
+#pragma unroll
+      for (int k = 0; k < nops; k++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) ops[k]->v[j] = __ldg(row + k * 8 + j);
+      s.parity = COMPRESS ? __ldg(row + 32) & 1u : 0u;
+    } else {
+      // Column-major: a warp reads 32 consecutive words per load.
+#pragma unroll
+      for (int k = 0; k < nops; k++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) ops[k]->v[j] = __ldg(in + (size_t)(k * 8 + j) * stride + i);
+      s.parity = COMPRESS ? (__ldg(in + (size_t)32 * stride + (i >> 5)) >> (i & 31)) & 1u : 0u;
+    }
+    ok = cs_verify<MODE, INV, COMPRESS>(s, gtab);
+  }
+  const u32 ballot = __ballot_sync(0xffffffffu, ok);
+  if ((threadIdx.x & 31) == 0) votes[threadIdx.x >> 5] = ballot;
+  __syncthreads();
+  const u32 words = blockDim.x >> 6;  // block size is a multiple of 64
+  if (threadIdx.x < words)
+    out[blockIdx.x * words + threadIdx.x] =
+        (unsigned long long)votes[2 * threadIdx.x] |
+        ((unsigned long long)votes[2 * threadIdx.x + 1] << 32);
+}
+
+#define CS_INSTANTIATE(name, M, I, C, L)                                                   \
+  extern "C" __global__ void name(const u32* in, u32 stride, u32 count, const u32* gtab,   \
+                                  unsigned long long* out) {                               \
+    cs_verify_entry<M, I, C, L>(in, stride, count, gtab, out);                             \
+  }

@@ -1,0 +1,253 @@
+// SM2-style verification of one signature by one thread: range checks, t = r + s mod n, the
+// double-scalar product s*G + t*P in one of three modes, and the final comparison
+// (e + x1) mod n == r. Shared by the GPU kernels and the host (CI) build.
+#pragma once
+
+#define CS_MODE_PAPER 0     // window-1 simultaneous (Shamir) with {inf, G, P, G+P}, co-Z additions
+#define CS_MODE_SEPARATE 1  // s*G from the fixed-base table, t*P by window-1 double-and-add
+#define CS_MODE_FAST 2      // s*G from the fixed-base table, t*P by a signed 4-bit window, no inversion
+
+#define CS_INV_EUCLID 0
+#define CS_INV_FERMAT 1
+
+// Fixed-base table: entry (j, b) = b * 256^j * G for j < 32, 1 <= b <= 255, affine, 16 words each.
+#define CS_GTABLE_ENTRIES (32 * 255)
+#define CS_GTABLE_WORDS (CS_GTABLE_ENTRIES * 16)
+
+struct sig_in {
+  fe e, r, s, px, py;
+  u32 parity;  // parity of y when the key arrives compressed
+};
+
+// Word wi of a (wi may be a run-time value: a select chain keeps a in registers).
+CS_FN u32 fe_word(const fe& a, int wi) {
+  u32 w = a.v[0];
+#pragma unroll
+  for (int q = 1; q < 8; q++) w = (wi == q) ? a.v[q] : w;
+  return w;
+}
+
+CS_FN bool scalar_in_range(const fe& a) { return !fe_is_zero(a) && !u256_ge_const_n(a); }
+
+// r = a + b mod n for a, b < n.
+CS_FN void scalar_add_mod_n(fe& r, const fe& a, const fe& b) {
+  fe t, u, n;
+  CS_LOAD_CONST(n, curve_n);
+  u32 c = u256_add(t.v, a.v, b.v);
+  u32 bw = u256_sub(u.v, t.v, n.v);
+  fe_cmov(t, u, (c | (bw ^ 1)) != 0);
+  fe_copy(r, t);
+}
+
+// a mod n for a < 2^256 < 2n.
+CS_FN void scalar_reduce_once(fe& a) {
+  fe u, n;
+  CS_LOAD_CONST(n, curve_n);
+  u32 bw = u256_sub(u.v, a.v, n.v);
+  fe_cmov(a, u, bw == 0);
+}
+
+// y of the point with abscissa x and the given parity; false when x >= p or no such point.
+CS_FN bool cs_decompress(fe& y, const fe& x, u32 parity) {
+  if (u256_ge_const_p(x)) return false;
+  fe x2, rhs, t, b;
+  fe_sqr(x2, x);
+  fe_set_word(t, 3);
+  fe_sub(t, x2, t);
+  fe_mul(rhs, x, t);  // x (x^2 - 3): one multiplication fewer than x^3 - 3x
+  CS_LOAD_CONST(b, curve_b);
+  fe_add(rhs, rhs, b);
+  fe_pow_sqrt(y, rhs);  // p = 3 mod 4
+  fe_sqr(t, y);
+  if (!fe_eq(t, rhs)) return false;
+  fe ny;
+  fe_neg(ny, y);
+  fe_cmov(y, ny, (y.v[0] & 1) != (parity & 1));
+  return true;
+}
+
+template <int INV>
+CS_FN void fe_inv(fe& r, const fe& a) {
+  if (INV == CS_INV_FERMAT)
+    fe_inv_fermat(r, a);
+  else
+    fe_inv_euclid(r, a);
+}
+
+CS_FN void gtable_load(apt& q, const u32* gtab, u32 idx) {
+#if defined(__CUDA_ARCH__)
+  const uint4* p = reinterpret_cast<const uint4*>(gtab) + idx * 4;
+  uint4 a = __ldg(p), b = __ldg(p + 1), c = __ldg(p + 2), d = __ldg(p + 3);
+  q.x.v[0] = a.x; q.x.v[1] = a.y; q.x.v[2] = a.z; q.x.v[3] = a.w;
+  q.x.v[4] = b.x; q.x.v[5] = b.y; q.x.v[6] = b.z; q.x.v[7] = b.w;
+  q.y.v[0] = c.x; q.y.v[1] = c.y; q.y.v[2] = c.z; q.y.v[3] = c.w;
+  q.y.v[4] = d.x; q.y.v[5] = d.y; q.y.v[6] = d.z; q.y.v[7] = d.w;
+#else
+  for (int i = 0; i < 8; i++) {
+    q.x.v[i] = gtab[idx * 16 + i];
+    q.y.v[i] = gtab[idx * 16 + 8 + i];
+  }
+#endif
+}
+
+// R = s * G from the fixed-base table: 32 affine additions, no doublings.
+CS_FN void mul_g_fixed(jpt& R, const fe& s, const u32* gtab) {
+  pt_set_inf(R);
+  for (int j = 0; j < 32; j++) {
+    u32 byte = (fe_word(s, j >> 2) >> ((j & 3) * 8)) & 0xffu;
+    apt q;
+    gtable_load(q, gtab, (u32)j * 255u + (byte ? byte - 1u : 0u));
+    pt_add_affine(R, q, byte == 0);
+  }
+}
+
+CS_FN void curve_g(apt& g) {
+  CS_LOAD_CONST(g.x, curve_gx);
+  CS_LOAD_CONST(g.y, curve_gy);
+}
+
+// Affine form of a finite Jacobian point.
+template <int INV>
+CS_FN void pt_to_affine(apt& a, const jpt& P) {
+  fe zi, zi2;
+  fe_inv<INV>(zi, P.Z);
+  fe_sqr(zi2, zi);
+  fe_mul(a.x, P.X, zi2);
+  fe_mul(zi2, zi2, zi);
+  fe_mul(a.y, P.Y, zi2);
+}
+
+// Paper: window-1 simultaneous multiplication with the table {inf, G, P, G+P}.
+template <int INV>
+CS_FN void mul_paper_sim(jpt& R, const fe& s, const fe& t, const apt& P) {
+  apt G, GP;
+  curve_g(G);
+  jpt gp;
+  pt_from_affine(gp, G);
+  pt_add_affine(gp, P, false);
+  bool gp_inf = fe_is_zero(gp.Z);  // P = -G
+  if (!gp_inf) pt_to_affine<INV>(GP, gp);
+  else { fe_copy(GP.x, G.x); fe_copy(GP.y, G.y); }
+  pt_set_inf(R);
+  for (int wi = 7; wi >= 0; wi--) {
+    u32 sw = fe_word(s, wi), tw = fe_word(t, wi);
+    for (int bit = 31; bit >= 0; bit--) {
+      pt_dbl(R);
+      u32 idx = ((sw >> bit) & 1u) | (((tw >> bit) & 1u) << 1);
+      apt q;  // branch-free selection by index arithmetic
+      fe_copy(q.x, G.x);
+      fe_copy(q.y, G.y);
+      fe_cmov(q.x, P.x, idx == 2);
+      fe_cmov(q.y, P.y, idx == 2);
+      fe_cmov(q.x, GP.x, idx == 3);
+      fe_cmov(q.y, GP.y, idx == 3);
+      pt_add_affine(R, q, idx == 0 || (idx == 3 && gp_inf));
+    }
+  }
+}
+
+// Separate: s*G by the fixed-base table, t*P by window-1 double-and-add, then one addition.
+CS_FN void mul_separate(jpt& R, const fe& s, const fe& t, const apt& P, const u32* gtab) {
+  jpt tp;
+  pt_set_inf(tp);
+  for (int wi = 7; wi >= 0; wi--) {
+    u32 tw = fe_word(t, wi);
+    for (int bit = 31; bit >= 0; bit--) {
+      pt_dbl(tp);
+      pt_add_affine(tp, P, ((tw >> bit) & 1u) == 0);
+    }
+  }
+  mul_g_fixed(R, s, gtab);
+  pt_add_jac(R, tp);
+}
+
+// Fast: t*P by a regular signed 4-bit window. For odd k, nibble i of (k >> 1) = B encodes the digit
+// 2B - 15 (odd, in [-15, 15]) and k = 16^64 + sum_i (2B_i - 15) 16^i, so the walk starts at P and does
+// 64 rounds of 4 doublings and one addition, the same for every thread. Even t uses n - t, negated.
+CS_FN void mul_fast(jpt& R, const fe& s, const fe& t, const apt& P, const u32* gtab) {
+  fe k, n;
+  CS_LOAD_CONST(n, curve_n);
+  bool even = (t.v[0] & 1u) == 0;
+  u256_sub(k.v, n.v, t.v);
+  fe_cmov(k, t, !even);
+  u256_shr1(k, 0);
+  jpt tbl[8];  // P, 3P, ..., 15P
+  jpt p2;
+  pt_from_affine(tbl[0], P);
+  pt_from_affine(p2, P);
+  pt_dbl(p2);
+  for (int i = 1; i < 8; i++) {
+    tbl[i] = tbl[i - 1];
+    pt_add_jac(tbl[i], p2);
+  }
+  jpt acc = tbl[0];
+  for (int wi = 7; wi >= 0; wi--) {
+    u32 w = fe_word(k, wi);
+    for (int q = 7; q >= 0; q--) {
+      u32 nib = (w >> (4 * q)) & 15u;
+      pt_dbl(acc);
+      pt_dbl(acc);
+      pt_dbl(acc);
+      pt_dbl(acc);
+      bool pos = (nib & 8u) != 0;
+      u32 idx = pos ? (nib & 7u) : (7u - nib);
+      jpt Q = tbl[idx];
+      fe ny;
+      fe_neg(ny, Q.Y);
+      fe_cmov(Q.Y, ny, !pos);
+      pt_add_jac(acc, Q);
+    }
+  }
+  fe ny;
+  fe_neg(ny, acc.Y);
+  fe_cmov(acc.Y, ny, even);
+  mul_g_fixed(R, s, gtab);
+  pt_add_jac(R, acc);
+}
+
+// The whole verification. gtab is unused in paper mode.
+template <int MODE, int INV, int COMPRESS>
+CS_FN bool cs_verify(const sig_in& in, const u32* gtab) {
+  if (!scalar_in_range(in.r) || !scalar_in_range(in.s)) return false;
+  fe t;
+  scalar_add_mod_n(t, in.r, in.s);
+  if (fe_is_zero(t)) return false;
+  apt P;
+  fe_copy(P.x, in.px);
+  if (COMPRESS) {
+    if (!cs_decompress(P.y, in.px, in.parity)) return false;
+  } else {
+    fe_copy(P.y, in.py);
+  }
+  jpt R;
+  if (MODE == CS_MODE_PAPER)
+    mul_paper_sim<INV>(R, in.s, t, P);
+  else if (MODE == CS_MODE_SEPARATE)
+    mul_separate(R, in.s, t, P, gtab);
+  else
+    mul_fast(R, in.s, t, P, gtab);
+  if (fe_is_zero(R.Z)) return false;  // s*G + t*P at infinity
+  fe e;
+  fe_copy(e, in.e);
+  scalar_reduce_once(e);
+  if (MODE == CS_MODE_FAST) {
+    // No inversion: x1 = X / Z^2 lies in [0, p) and x1 mod n = v = (r - e) mod n, so x1 is v or v + n.
+    fe v, n, z2, cand, w;
+    CS_LOAD_CONST(n, curve_n);
+    if (u256_sub(v.v, in.r.v, e.v)) u256_add(v.v, v.v, n.v);
+    fe_sqr(z2, R.Z);
+    fe_mul(cand, v, z2);
+    if (fe_eq(cand, R.X)) return true;
+    u32 c = u256_add(w.v, v.v, n.v);
+    if (c || u256_ge_const_p(w)) return false;
+    fe_mul(cand, w, z2);
+    return fe_eq(cand, R.X);
+  } else {
+    apt A;
+    pt_to_affine<INV>(A, R);
+    scalar_reduce_once(A.x);
+    fe sum;
+    scalar_add_mod_n(sum, e, A.x);
+    return fe_eq(sum, in.r);
+  }
+}

@@ -1,0 +1,261 @@
+//! Fresh random SM2 test records with reference verdicts, for tests, the device check and the
+//! benchmark: many keys, random digests signed as prehashed by the RustCrypto `sm2` crate (an
+//! independent implementation), about a tenth corrupted in varied ways, and hand-built edge cases.
+//! Verdicts always come from the reference verifier, never from how a record was made.
+
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+use sm2::dsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
+use sm2::dsa::{Signature, SigningKey, VerifyingKey};
+use sm2::elliptic_curve::ff::PrimeField;
+use sm2::Scalar;
+
+const DIST_ID: &str = "1234567812345678";
+
+/// One signature record: digest e, signature (r, s), public key (x, y), all big-endian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    pub e: [u8; 32],
+    pub r: [u8; 32],
+    pub s: [u8; 32],
+    pub px: [u8; 32],
+    pub py: [u8; 32],
+}
+
+struct Key {
+    sk: SigningKey,
+    d: Scalar,
+    px: [u8; 32],
+    py: [u8; 32],
+}
+
+fn key_from_scalar(d: Scalar) -> Key {
+    let bytes: [u8; 32] = d.to_repr().into();
+    let sk = SigningKey::from_bytes(DIST_ID, &bytes.into()).expect("nonzero secret key");
+    let sec1 = sk.verifying_key().to_sec1_bytes();
+    let mut px = [0u8; 32];
+    let mut py = [0u8; 32];
+    px.copy_from_slice(&sec1[1..33]);
+    py.copy_from_slice(&sec1[33..65]);
+    Key { sk, d, px, py }
+}
+
+fn random_scalar(rng: &mut ChaCha20Rng) -> Scalar {
+    loop {
+        let mut b = [0u8; 32];
+        rng.fill_bytes(&mut b);
+        let s = Scalar::from_repr(b.into());
+        if bool::from(s.is_some()) {
+            let s = s.unwrap();
+            if !bool::from(s.is_zero()) {
+                return s;
+            }
+        }
+    }
+}
+
+fn scalar_bytes(s: &Scalar) -> [u8; 32] {
+    s.to_repr().into()
+}
+
+/// The reference verdict for raw bytes (r or s out of range parses to a rejection).
+pub fn reference_verify(rec: &Record) -> bool {
+    let mut sig = [0u8; 64];
+    sig[..32].copy_from_slice(&rec.r);
+    sig[32..].copy_from_slice(&rec.s);
+    let Ok(sig) = Signature::from_slice(&sig) else {
+        return false;
+    };
+    let mut sec1 = [0u8; 65];
+    sec1[0] = 4;
+    sec1[1..33].copy_from_slice(&rec.px);
+    sec1[33..].copy_from_slice(&rec.py);
+    let Ok(vk) = VerifyingKey::from_sec1_bytes(DIST_ID, &sec1) else {
+        return false;
+    };
+    vk.verify_prehash(&rec.e, &sig).is_ok()
+}
+
+const N_BE: [u8; 32] = chainsig_core::curve::SM2.n;
+
+fn add_small_be(a: &[u8; 32], k: u8) -> [u8; 32] {
+    let mut out = *a;
+    let mut carry = k as u16;
+    for b in out.iter_mut().rev() {
+        let s = *b as u16 + carry;
+        *b = s as u8;
+        carry = s >> 8;
+    }
+    out
+}
+
+/// Signs e; the key d = n - 1 (P = -G) cannot sign, so it gets random scalars instead.
+fn sign(key: &Key, e: &[u8; 32], rng: &mut ChaCha20Rng) -> ([u8; 32], [u8; 32]) {
+    let Ok(sig) = PrehashSigner::<Signature>::sign_prehash(&key.sk, e) else {
+        return (
+            scalar_bytes(&random_scalar(rng)),
+            scalar_bytes(&random_scalar(rng)),
+        );
+    };
+    let b = sig.to_bytes();
+    let mut r = [0u8; 32];
+    let mut s = [0u8; 32];
+    r.copy_from_slice(&b[..32]);
+    s.copy_from_slice(&b[32..]);
+    (r, s)
+}
+
+fn corrupt(rec: &mut Record, rng: &mut ChaCha20Rng, other: &Key) {
+    match rng.gen_range(0..10u32) {
+        0 => rec.e[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+        1 => rec.r[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+        2 => rec.s[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+        3 => {
+            rec.px = other.px;
+            rec.py = other.py;
+        }
+        4 => rec.r = [0; 32],
+        5 => rec.s = [0; 32],
+        6 => rec.r = add_small_be(&N_BE, rng.gen_range(0..3)),
+        7 => rec.s = add_small_be(&N_BE, rng.gen_range(0..3)),
+        8 => rng.fill_bytes(&mut rec.e),
+        _ => std::mem::swap(&mut rec.r, &mut rec.s),
+    }
+}
+
+/// Edge cases that each exercise one rejection (or acceptance) path, with their reference verdicts
+/// computed like every other record's.
+fn edge_cases(keys: &[Key], rng: &mut ChaCha20Rng) -> Vec<Record> {
+    let mut out = Vec::new();
+    let k = &keys[0];
+    let mut e = [0u8; 32];
+    rng.fill_bytes(&mut e);
+    let (r, s) = sign(k, &e, rng);
+    let base = Record {
+        e,
+        r,
+        s,
+        px: k.px,
+        py: k.py,
+    };
+    out.push(base);
+    for (rv, sv) in [
+        ([0u8; 32], s),
+        (r, [0u8; 32]),
+        (N_BE, s),
+        (r, N_BE),
+        ([0xff; 32], s),
+        (r, [0xff; 32]),
+    ] {
+        out.push(Record {
+            r: rv,
+            s: sv,
+            ..base
+        });
+    }
+    // t = r + s = 0 mod n: s = n - r.
+    let rs = Scalar::from_repr(r.into()).unwrap();
+    out.push(Record {
+        s: scalar_bytes(&(-rs)),
+        ..base
+    });
+    // s*G + t*P = infinity: s + (r + s) d = 0, so s = -r d / (1 + d).
+    for key in keys.iter().take(5) {
+        let Some(inv) = Option::<Scalar>::from((Scalar::ONE + key.d).invert()) else {
+            continue; // d = n - 1 has no such signature
+        };
+        let r = random_scalar(rng);
+        let s = -(r * key.d) * inv;
+        let mut e = [0u8; 32];
+        rng.fill_bytes(&mut e);
+        out.push(Record {
+            e,
+            r: scalar_bytes(&r),
+            s: scalar_bytes(&s),
+            px: key.px,
+            py: key.py,
+        });
+    }
+    // Valid signatures by the special keys (d = 1: P = G; d = n - 1: P = -G), and r = n - 1.
+    for key in [&keys[0], &keys[2], &keys[3]] {
+        let mut e = [0u8; 32];
+        rng.fill_bytes(&mut e);
+        let (r, s) = sign(key, &e, rng);
+        out.push(Record {
+            e,
+            r,
+            s,
+            px: key.px,
+            py: key.py,
+        });
+    }
+    // e >= n (digests are any 256-bit value) and e = 0.
+    let (r2, s2) = sign(k, &[0xff; 32], rng);
+    out.push(Record {
+        e: [0xff; 32],
+        r: r2,
+        s: s2,
+        ..base
+    });
+    let (r3, s3) = sign(k, &[0; 32], rng);
+    out.push(Record {
+        e: [0; 32],
+        r: r3,
+        s: s3,
+        ..base
+    });
+    out
+}
+
+/// Generates `count` records (edge cases first) from `seed` with `keys` distinct signers, about
+/// `corrupt_per_mille`/1000 of the random ones corrupted; returns them with reference verdicts.
+pub fn generate(
+    count: usize,
+    keys: usize,
+    corrupt_per_mille: u32,
+    seed: u64,
+) -> (Vec<Record>, Vec<bool>) {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut pool = vec![key_from_scalar(Scalar::ONE), key_from_scalar(-Scalar::ONE)];
+    pool.push(key_from_scalar(random_scalar(&mut rng)));
+    pool.swap(0, 2); // keys[0] is an ordinary key; keys[1] has P = -G, keys[2] has P = G
+    while pool.len() < keys.max(4) {
+        pool.push(key_from_scalar(random_scalar(&mut rng)));
+    }
+    let mut records = edge_cases(&pool, &mut rng);
+    records.truncate(count);
+    let rest = count - records.len();
+    const CHUNK: usize = 4096;
+    let random: Vec<Record> = (0..rest.div_ceil(CHUNK))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((c as u64 + 1) << 20));
+            let len = CHUNK.min(rest - c * CHUNK);
+            let pool = &pool;
+            (0..len)
+                .map(move |_| {
+                    let key = &pool[rng.gen_range(0..pool.len())];
+                    let mut e = [0u8; 32];
+                    rng.fill_bytes(&mut e);
+                    let (r, s) = sign(key, &e, &mut rng);
+                    let mut rec = Record {
+                        e,
+                        r,
+                        s,
+                        px: key.px,
+                        py: key.py,
+                    };
+                    if rng.gen_range(0..1000) < corrupt_per_mille {
+                        let other = &pool[rng.gen_range(0..pool.len())];
+                        corrupt(&mut rec, &mut rng, other);
+                    }
+                    rec
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    records.extend(random);
+    let verdicts = records.par_iter().map(reference_verify).collect();
+    (records, verdicts)
+}

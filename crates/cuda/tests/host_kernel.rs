@@ -1,0 +1,283 @@
+//! CI without a GPU: the kernels' arithmetic and verification routine, compiled for the host from
+//! the same sources NVRTC compiles, checked against the RustCrypto `sm2` reference and against a
+//! bit-serial modular multiplication written here.
+
+use chainsig_cuda::codegen::{words_from_be, Words};
+use chainsig_cuda::host;
+use chainsig_cuda::testdata::{generate, reference_verify};
+use chainsig_cuda::{Inversion, Mode};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::sync::OnceLock;
+
+fn p() -> Words {
+    words_from_be(&chainsig_core::curve::SM2.p)
+}
+
+fn gtable() -> &'static [u32] {
+    static T: OnceLock<Vec<u32>> = OnceLock::new();
+    T.get_or_init(|| host::build_gtable().expect("fixed-base table"))
+}
+
+fn ge(a: &Words, b: &Words) -> bool {
+    for j in (0..8).rev() {
+        if a[j] != b[j] {
+            return a[j] > b[j];
+        }
+    }
+    true
+}
+
+fn sub(a: &Words, b: &Words) -> Words {
+    let mut out = [0u32; 8];
+    let mut borrow = 0i64;
+    for j in 0..8 {
+        let d = a[j] as i64 - b[j] as i64 - borrow;
+        out[j] = d as u32;
+        borrow = i64::from(d < 0);
+    }
+    out
+}
+
+/// (a + b) mod m for a, b < m.
+fn add_mod(a: &Words, b: &Words, m: &Words) -> Words {
+    let mut out = [0u32; 8];
+    let mut c = 0u64;
+    for j in 0..8 {
+        c += a[j] as u64 + b[j] as u64;
+        out[j] = c as u32;
+        c >>= 32;
+    }
+    if c == 1 || ge(&out, m) {
+        out = sub(&out, m);
+    }
+    out
+}
+
+/// Bit-serial a·b mod m: an independent, obviously correct reference.
+fn mul_mod_slow(a: &Words, b: &Words, m: &Words) -> Words {
+    let mut acc = [0u32; 8];
+    for j in (0..8).rev() {
+        for bit in (0..32).rev() {
+            acc = add_mod(&acc, &acc, m);
+            if (b[j] >> bit) & 1 == 1 {
+                acc = add_mod(&acc, a, m);
+            }
+        }
+    }
+    acc
+}
+
+fn random_below_p(rng: &mut ChaCha20Rng) -> Words {
+    loop {
+        let mut w = [0u32; 8];
+        for x in w.iter_mut() {
+            *x = rng.next_u32();
+        }
+        if !ge(&w, &p()) {
+            return w;
+        }
+    }
+}
+
+fn edge_field_values() -> Vec<Words> {
+    let p = p();
+    let one = [1, 0, 0, 0, 0, 0, 0, 0];
+    vec![
+        [0; 8],
+        one,
+        sub(&p, &one),
+        sub(&p, &[2, 0, 0, 0, 0, 0, 0, 0]),
+        [0xffff_ffff, 0xffff_ffff, 0, 0, 0, 0, 0, 0],
+        [0, 0, 0, 0, 0, 0, 0, 0x8000_0000],
+        [
+            0xffff_ffff,
+            0xffff_ffff,
+            0xffff_ffff,
+            0xffff_ffff,
+            0,
+            0,
+            0,
+            0,
+        ],
+    ]
+}
+
+#[test]
+fn field_multiplication_matches_bit_serial_reference() {
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let p = p();
+    let mut values = edge_field_values();
+    for _ in 0..300 {
+        values.push(random_below_p(&mut rng));
+    }
+    for (i, a) in values.iter().enumerate() {
+        let b = &values[(i * 7 + 3) % values.len()];
+        assert_eq!(
+            host::fe_mul(a, b),
+            mul_mod_slow(a, b, &p),
+            "a={a:x?} b={b:x?}"
+        );
+        assert_eq!(
+            host::fe_mul(a, a),
+            mul_mod_slow(a, a, &p),
+            "square a={a:x?}"
+        );
+    }
+    let edges = edge_field_values();
+    for a in &edges {
+        for b in &edges {
+            assert_eq!(host::fe_mul(a, b), mul_mod_slow(a, b, &p));
+        }
+    }
+}
+
+#[test]
+fn both_inversions_invert() {
+    let mut rng = ChaCha20Rng::seed_from_u64(2);
+    let one = [1, 0, 0, 0, 0, 0, 0, 0];
+    let mut values = edge_field_values()[1..].to_vec();
+    for _ in 0..100 {
+        values.push(random_below_p(&mut rng));
+    }
+    for a in &values {
+        for inv in [Inversion::Euclid, Inversion::Fermat] {
+            let r = host::fe_inv(inv, a);
+            assert_eq!(host::fe_mul(a, &r), one, "{inv:?} of {a:x?}");
+        }
+    }
+    assert_eq!(host::fe_inv(Inversion::Euclid, &[0; 8]), [0; 8]);
+}
+
+#[test]
+fn decompression_recovers_keys_and_rejects_non_points() {
+    let (records, _) = generate(64, 16, 0, 3);
+    for rec in &records {
+        let w = rec.host_words();
+        assert_eq!(host::decompress(&w.px, w.py[0] & 1), Some(w.py));
+        assert_eq!(
+            host::decompress(&w.px, (w.py[0] & 1) ^ 1).map(|y| y[0] & 1),
+            Some((w.py[0] & 1) ^ 1)
+        );
+    }
+    // About half of all x have no point; find some and check they are rejected.
+    let mut rng = ChaCha20Rng::seed_from_u64(4);
+    let mut rejected = 0;
+    for _ in 0..64 {
+        let x = random_below_p(&mut rng);
+        match host::decompress(&x, 0) {
+            Some(y) => assert!(host::on_curve(&x, &y)),
+            None => rejected += 1,
+        }
+    }
+    assert!(rejected > 10, "too few x without a point: {rejected}");
+    assert_eq!(host::decompress(&p(), 0), None, "x = p must be rejected");
+    assert_eq!(
+        host::decompress(&[0xffff_ffff; 8], 1),
+        None,
+        "x > p must be rejected"
+    );
+}
+
+#[test]
+fn fixed_base_table_matches_reference_multiples() {
+    use sm2::elliptic_curve::ff::PrimeField;
+    use sm2::elliptic_curve::sec1::ToSec1Point;
+    let t = gtable();
+    for (j, b) in [
+        (0usize, 1u32),
+        (0, 2),
+        (0, 255),
+        (1, 1),
+        (7, 200),
+        (31, 255),
+        (31, 1),
+        (16, 77),
+    ] {
+        // b * 256^j as a scalar
+        let mut be = [0u8; 32];
+        let pos = 31 - j;
+        be[pos] = b as u8;
+        let k = sm2::Scalar::from_repr(be.into()).unwrap();
+        let pt = (sm2::ProjectivePoint::GENERATOR * k).to_affine();
+        let enc = pt.to_sec1_point(false);
+        let bytes = enc.as_bytes();
+        let x = words_from_be(bytes[1..33].try_into().unwrap());
+        let y = words_from_be(bytes[33..65].try_into().unwrap());
+        let idx = (j * 255 + b as usize - 1) * 16;
+        assert_eq!(&t[idx..idx + 8], &x, "x of entry ({j}, {b})");
+        assert_eq!(&t[idx + 8..idx + 16], &y, "y of entry ({j}, {b})");
+    }
+}
+
+const CONFIGS: [(Mode, Inversion, bool); 7] = [
+    (Mode::Fast, Inversion::Euclid, true),
+    (Mode::Fast, Inversion::Euclid, false),
+    (Mode::Paper, Inversion::Euclid, true),
+    (Mode::Paper, Inversion::Fermat, false),
+    (Mode::Separate, Inversion::Euclid, true),
+    (Mode::Separate, Inversion::Fermat, false),
+    (Mode::Paper, Inversion::Fermat, true),
+];
+
+#[test]
+fn kernel_verification_matches_reference_on_random_and_adversarial_records() {
+    let (records, verdicts) = generate(400, 32, 300, 5);
+    let valid = verdicts.iter().filter(|v| **v).count();
+    assert!(
+        valid > 200 && valid < 380,
+        "unexpected share of valid records: {valid}"
+    );
+    for (i, (rec, want)) in records.iter().zip(&verdicts).enumerate() {
+        let w = rec.host_words();
+        for (mode, inv, compress) in CONFIGS {
+            let got = host::verify(mode, inv, compress, &w, gtable());
+            assert_eq!(
+                got, *want,
+                "record {i} {mode:?} {inv:?} compress={compress}: {rec:x?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn edge_cases_are_decided_as_the_reference_decides() {
+    // The first records of every generated set are the hand-built edge cases.
+    let (records, verdicts) = generate(20, 8, 0, 6);
+    let expected_valid = [
+        true, false, false, false, false, false, false, false, false, false, false, false, true,
+        true, true, true, true,
+    ];
+    for (i, want) in expected_valid.iter().enumerate() {
+        assert_eq!(verdicts[i], *want, "reference verdict of edge case {i}");
+        assert_eq!(reference_verify(&records[i]), *want);
+        let w = records[i].host_words();
+        for (mode, inv, compress) in CONFIGS {
+            assert_eq!(
+                host::verify(mode, inv, compress, &w, gtable()),
+                *want,
+                "edge case {i} {mode:?} {inv:?} {compress}"
+            );
+        }
+    }
+}
+
+#[test]
+fn multiplication_counts_per_mode() {
+    let (records, verdicts) = generate(24, 8, 0, 7);
+    let table = gtable(); // built before counting
+    for (mode, inv, compress) in CONFIGS {
+        host::mul_count_reset();
+        let mut n = 0u64;
+        for (rec, ok) in records.iter().zip(&verdicts).skip(20) {
+            assert!(*ok);
+            assert!(host::verify(mode, inv, compress, &rec.host_words(), table));
+            n += 1;
+        }
+        let per = host::mul_count() / n;
+        println!(
+            "{mode:?} {inv:?} compress={compress}: {per} field multiplications per verification"
+        );
+        assert!(per > 1000 && per < 8000, "{per}");
+    }
+}
