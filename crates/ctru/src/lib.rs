@@ -47,3 +47,5 @@ pub use kem::{
 };
 pub use params::{ParamSet, Params};
 pub use rng::{NistDrbg, OsRandom, RandomSource};
+/// Re-exported so callers can hold secret bytes in the same zeroising wrappers.
+pub use zeroize;
