@@ -14,6 +14,20 @@ pub struct CurveParams {
     pub gy: [u8; 32],
 }
 
+impl CurveParams {
+    /// True when s > n/2: the high half that Bitcoin and Ethereum reject ("low-s" rule).
+    pub fn is_high_s(&self, s: &[u8; 32]) -> bool {
+        // n is odd, so the low half is [0, (n−1)/2]; (n−1)/2 is n shifted right by one bit.
+        let mut half = [0u8; 32];
+        let mut carry = 0u8;
+        for (h, &b) in half.iter_mut().zip(self.n.iter()) {
+            *h = (b >> 1) | (carry << 7);
+            carry = b & 1;
+        }
+        s > &half
+    }
+}
+
 /// Parses 64 hex digits at compile time.
 const fn h(s: &str) -> [u8; 32] {
     let bytes = s.as_bytes();
@@ -68,3 +82,20 @@ pub const P256: CurveParams = CurveParams {
     gx: h("6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296"),
     gy: h("4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5"),
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn high_s_boundary() {
+        // secp256k1: n/2 = 7FFFFFFF FFFFFFFF FFFFFFFF FFFFFFFF 5D576E73 57A4501D DFE92F46 681B20A0
+        let half = h("7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0");
+        assert!(!SECP256K1.is_high_s(&half));
+        let mut above = half;
+        above[31] += 1;
+        assert!(SECP256K1.is_high_s(&above));
+        assert!(!SECP256K1.is_high_s(&[0u8; 32]));
+        assert!(P256.is_high_s(&P256.n));
+    }
+}

@@ -1,0 +1,50 @@
+//! Per-core verification and signing cost of each algorithm (criterion; one thread).
+use chainsig_core::record::{Payload, VerifyRecord, DEFAULT_SM2_ID};
+use chainsig_core::{Algorithm, Batch};
+use chainsig_cpu::generate::{record, GenSpec};
+use chainsig_cpu::prepare::Preparer;
+use criterion::{criterion_group, criterion_main, Criterion};
+
+fn bench(c: &mut Criterion) {
+    for alg in Algorithm::ALL {
+        let spec = GenSpec {
+            alg,
+            seed: 7,
+            invalid_ratio: 0.0,
+            msg_len: 64,
+        };
+        let prep = Preparer::new();
+        let items: Vec<_> = (0..256)
+            .map(|i| {
+                let g = record(&spec, i);
+                let rec = VerifyRecord {
+                    alg,
+                    pubkey: g.pubkey,
+                    payload: Payload::Digest(g.digest),
+                    r: g.sig[..32].try_into().unwrap(),
+                    s: g.sig[32..].try_into().unwrap(),
+                    sm2_id: DEFAULT_SM2_ID.to_vec(),
+                };
+                prep.prepare(&rec).unwrap()
+            })
+            .collect();
+        let batch = Batch::from_results(alg, false, items.iter().map(|i| Ok(*i)));
+        let mut n = 0usize;
+        c.bench_function(&format!("{alg}/verify"), |b| {
+            b.iter(|| {
+                n = (n + 1) % items.len();
+                assert!(chainsig_cpu::verify_item(alg, false, &batch.item(n)));
+            })
+        });
+        let mut i = 0u64;
+        c.bench_function(&format!("{alg}/generate (keygen+hash+sign)"), |b| {
+            b.iter(|| {
+                i += 1;
+                record(&spec, i)
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

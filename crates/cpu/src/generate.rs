@@ -1,0 +1,231 @@
+//! Signed test data: fresh keys, honest signatures, and honest signatures corrupted in varied ways.
+//!
+//! Record `i` of a run depends only on (seed, i): each record draws from its own ChaCha stream, so
+//! the same seed gives the same file whatever the thread count, and records can be made in parallel.
+
+use chainsig_core::record::DEFAULT_SM2_ID;
+use chainsig_core::{hash, Algorithm};
+use p256::ecdsa::signature::hazmat::PrehashSigner;
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// How a record was spoiled (or not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Corruption {
+    None,
+    FlipR,
+    FlipS,
+    FlipMessage,
+    /// A bit of the compressed key flipped (retried until the result is still a point).
+    FlipKey,
+    /// r = 0, s = 0, r = n, s ≥ n.
+    ROutOfRange,
+    SOutOfRange,
+    /// The key of a different signer.
+    OtherSigner,
+}
+
+impl Corruption {
+    const ALL_INVALID: [Corruption; 7] = [
+        Corruption::FlipR,
+        Corruption::FlipS,
+        Corruption::FlipMessage,
+        Corruption::FlipKey,
+        Corruption::ROutOfRange,
+        Corruption::SOutOfRange,
+        Corruption::OtherSigner,
+    ];
+}
+
+/// One generated record, in the `verify` format's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedRecord {
+    pub alg: Algorithm,
+    /// SEC1; compressed for odd indices, uncompressed for even ones.
+    pub pubkey: Vec<u8>,
+    pub msg: Vec<u8>,
+    /// The digest the signature is over: e = SM3(Z_A ‖ msg) for SM2 (default identifier), else the
+    /// algorithm's default hash of msg.
+    pub digest: [u8; 32],
+    pub sig: [u8; 64],
+    pub corruption: Corruption,
+}
+
+impl GeneratedRecord {
+    pub fn expect_valid(&self) -> bool {
+        self.corruption == Corruption::None
+    }
+}
+
+/// Parameters of a generated data set.
+#[derive(Debug, Clone, Copy)]
+pub struct GenSpec {
+    pub alg: Algorithm,
+    pub seed: u64,
+    pub invalid_ratio: f64,
+    pub msg_len: usize,
+}
+
+/// Makes record `index` of the data set `spec`.
+pub fn record(spec: &GenSpec, index: u64) -> GeneratedRecord {
+    let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
+    rng.set_stream(index);
+    let mut msg = vec![0u8; spec.msg_len];
+    rng.fill_bytes(&mut msg);
+    let corruption = if rng.gen_bool(spec.invalid_ratio.clamp(0.0, 1.0)) {
+        Corruption::ALL_INVALID[rng.gen_range(0..Corruption::ALL_INVALID.len())]
+    } else {
+        Corruption::None
+    };
+    let signer = Signer::random(spec.alg, &mut rng);
+    let digest = signer.digest(&msg);
+    let mut sig = signer.sign(&digest, &mut rng);
+    let compressed = index % 2 == 1;
+    let mut pubkey = signer.public_sec1(compressed);
+    let n = spec.alg.curve().n;
+    match corruption {
+        Corruption::None => {}
+        Corruption::FlipR => flip_bit(&mut sig[..32], &mut rng),
+        Corruption::FlipS => flip_bit(&mut sig[32..], &mut rng),
+        Corruption::FlipMessage => {
+            if msg.is_empty() {
+                msg.push(0); // the empty message becomes a different one
+            } else {
+                flip_bit(&mut msg, &mut rng)
+            }
+        }
+        Corruption::FlipKey => pubkey = flipped_key(spec.alg, &pubkey, &mut rng),
+        Corruption::ROutOfRange => sig[..32].copy_from_slice(&out_of_range(&n, &mut rng)),
+        Corruption::SOutOfRange => sig[32..].copy_from_slice(&out_of_range(&n, &mut rng)),
+        Corruption::OtherSigner => {
+            pubkey = Signer::random(spec.alg, &mut rng).public_sec1(compressed)
+        }
+    }
+    let digest = if corruption == Corruption::FlipMessage {
+        signer.digest(&msg)
+    } else {
+        digest
+    };
+    GeneratedRecord {
+        alg: spec.alg,
+        pubkey,
+        msg,
+        digest,
+        sig,
+        corruption,
+    }
+}
+
+fn flip_bit(bytes: &mut [u8], rng: &mut impl Rng) {
+    let bit = rng.gen_range(0..bytes.len() * 8);
+    bytes[bit / 8] ^= 1 << (bit % 8);
+}
+
+/// 0, n, or a value above n.
+fn out_of_range(n: &[u8; 32], rng: &mut impl Rng) -> [u8; 32] {
+    match rng.gen_range(0..3) {
+        0 => [0u8; 32],
+        1 => *n,
+        _ => {
+            let mut v = [0xffu8; 32];
+            v[31] = rng.gen();
+            v
+        }
+    }
+}
+
+/// Flips a bit of the x coordinate until the compressed key is again a point, then re-encodes.
+fn flipped_key(alg: Algorithm, sec1: &[u8], rng: &mut impl Rng) -> Vec<u8> {
+    let (x, y) = crate::prepare::decode_pubkey(alg, sec1).expect("generated keys are valid");
+    loop {
+        let mut compressed = vec![2 | (y[31] & 1)];
+        compressed.extend_from_slice(&x);
+        flip_bit(&mut compressed[1..], rng);
+        if let Ok((nx, ny)) = crate::prepare::decode_pubkey(alg, &compressed) {
+            return if sec1.len() == 33 {
+                compressed
+            } else {
+                [&[4u8][..], &nx, &ny].concat()
+            };
+        }
+    }
+}
+
+/// A freshly generated key of one algorithm.
+enum Signer {
+    Sm2(chainsig_sm2::SecretKey),
+    Secp256k1(secp256k1::SecretKey),
+    P256(p256::ecdsa::SigningKey),
+}
+
+impl Signer {
+    fn random(alg: Algorithm, rng: &mut ChaCha8Rng) -> Signer {
+        match alg {
+            Algorithm::Sm2 => Signer::Sm2(chainsig_sm2::SecretKey::random(rng)),
+            Algorithm::Secp256k1 => loop {
+                if let Ok(key) = secp256k1::SecretKey::from_byte_array(rng.gen()) {
+                    break Signer::Secp256k1(key);
+                }
+            },
+            Algorithm::P256 => loop {
+                let bytes: [u8; 32] = rng.gen();
+                if let Ok(key) = p256::ecdsa::SigningKey::from_bytes(&bytes.into()) {
+                    break Signer::P256(key);
+                }
+            },
+        }
+    }
+
+    fn public_sec1(&self, compressed: bool) -> Vec<u8> {
+        match self {
+            Signer::Sm2(sk) => {
+                let pk = sk.public_key();
+                if compressed {
+                    pk.to_compressed().to_vec()
+                } else {
+                    pk.to_uncompressed().to_vec()
+                }
+            }
+            Signer::Secp256k1(sk) => {
+                let pk = sk.public_key(crate::ecdsa_secp256k1::context());
+                if compressed {
+                    pk.serialize().to_vec()
+                } else {
+                    pk.serialize_uncompressed().to_vec()
+                }
+            }
+            Signer::P256(sk) => sk
+                .verifying_key()
+                .to_sec1_point(compressed)
+                .as_bytes()
+                .to_vec(),
+        }
+    }
+
+    fn digest(&self, msg: &[u8]) -> [u8; 32] {
+        match self {
+            Signer::Sm2(sk) => {
+                let za = chainsig_sm2::z_a(DEFAULT_SM2_ID, &sk.public_key());
+                chainsig_sm2::message_digest(&za, msg)
+            }
+            Signer::Secp256k1(_) => hash::digest(Algorithm::Secp256k1.default_hash(), msg),
+            Signer::P256(_) => hash::digest(Algorithm::P256.default_hash(), msg),
+        }
+    }
+
+    fn sign(&self, digest: &[u8; 32], rng: &mut ChaCha8Rng) -> [u8; 64] {
+        match self {
+            Signer::Sm2(sk) => chainsig_sm2::sign_prehashed(sk, digest, rng),
+            Signer::Secp256k1(sk) => {
+                let msg = secp256k1::Message::from_digest(*digest);
+                crate::ecdsa_secp256k1::context()
+                    .sign_ecdsa(msg, sk)
+                    .serialize_compact()
+            }
+            Signer::P256(sk) => {
+                let sig: p256::ecdsa::Signature = sk.sign_prehash(digest).expect("32-byte prehash");
+                sig.to_bytes().into()
+            }
+        }
+    }
+}
