@@ -1,0 +1,144 @@
+//! Ethereum transaction signing for chainsig.
+//!
+//! * [`tx`]: the `eth_signTransaction` request ([`TxRequest`]), legacy (with or without EIP-155),
+//!   EIP-2930 and EIP-1559 transactions built with alloy's types, signed into a [`SignedTx`] (raw
+//!   envelope, hash, sender), and [`decode_raw`] for raw signed transactions.
+//! * [`signing`]: RFC 6979 low-s ECDSA through libsecp256k1 with per-thread blinded contexts.
+//! * [`key`], [`keystore`], [`hd`]: raw keys, Web3 Secret Storage v3 files, BIP-39/BIP-32 wallets.
+//! * [`Signer`]: keys held by address, the API a signing server builds on.
+//! * [`bulk`]: the multi-threaded bulk signer behind `chainsig eth sign-bulk`, with latency statistics.
+//!
+//! Secrets (keys, derived keys, seeds, passwords read by this crate) live in buffers that wipe
+//! themselves on drop and never appear in `Debug` output or in error messages.
+
+pub mod bulk;
+pub mod hd;
+pub mod key;
+pub mod keystore;
+pub mod signing;
+pub mod tx;
+
+use alloy_primitives::{eip191_hash_message, Address, Signature, B256};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub use key::PrivateKey;
+pub use tx::{decode_raw, DecodedTx, SignedTx, TxRequest, TxType};
+
+/// An error that names the field (or input) at fault, shown as `field: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EthError {
+    field: Cow<'static, str>,
+    message: String,
+}
+
+impl EthError {
+    /// An error about `field`.
+    pub fn field(field: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        EthError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The field at fault.
+    pub fn field_name(&self) -> &str {
+        &self.field
+    }
+
+    /// What is wrong with it.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for EthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for EthError {}
+
+/// Keys held by address; signs transactions, EIP-191 messages and raw hashes.
+#[derive(Default, Debug)]
+pub struct Signer {
+    keys: BTreeMap<Address, PrivateKey>,
+}
+
+impl Signer {
+    /// A signer without keys.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a key and returns its address (a key already held is replaced by the same key).
+    pub fn add_key(&mut self, key: PrivateKey) -> Address {
+        let address = key.address();
+        self.keys.insert(address, key);
+        address
+    }
+
+    /// The addresses held, in ascending order.
+    pub fn addresses(&self) -> Vec<Address> {
+        self.keys.keys().copied().collect()
+    }
+
+    /// The key for `address`.
+    pub fn key(&self, address: &Address) -> Option<&PrivateKey> {
+        self.keys.get(address)
+    }
+
+    fn key_for(&self, from: Option<Address>) -> Result<&PrivateKey, EthError> {
+        match from {
+            Some(address) => self
+                .keys
+                .get(&address)
+                .ok_or_else(|| EthError::field("from", format!("no key for {address}"))),
+            None if self.keys.len() == 1 => Ok(self.keys.values().next().expect("one key")),
+            None => Err(EthError::field(
+                "from",
+                "missing (the signer holds more than one key)",
+            )),
+        }
+    }
+
+    /// Signs a transaction with the key of its `from` (or the only key when `from` is absent).
+    pub fn sign_transaction(&self, request: &TxRequest) -> Result<SignedTx, EthError> {
+        request.sign(self.key_for(request.from)?)
+    }
+
+    /// `eth_sign` / `personal_sign`: signs keccak256("\x19Ethereum Signed Message:\n" ‖ len ‖ message);
+    /// returns r ‖ s ‖ v with v = 27 + y parity.
+    pub fn sign_eip191(&self, address: &Address, message: &[u8]) -> Result<[u8; 65], EthError> {
+        self.sign_hash(address, &eip191_hash_message(message))
+    }
+
+    /// Signs a 32-byte hash as it is; returns r ‖ s ‖ v with v = 27 + y parity.
+    pub fn sign_hash(&self, address: &Address, hash: &B256) -> Result<[u8; 65], EthError> {
+        let key = self.key_for(Some(*address))?;
+        Ok(signing::sign_prehash(key.secret(), hash).as_bytes())
+    }
+}
+
+/// Recovers the address that signed an EIP-191 message (`v` 27/28 or 0/1 in the last byte).
+pub fn recover_eip191(message: &[u8], signature: &[u8; 65]) -> Result<Address, EthError> {
+    recover_hash(&eip191_hash_message(message), signature)
+}
+
+/// Recovers the address that signed a hash, from r ‖ s ‖ v (`v` 27/28 or 0/1).
+pub fn recover_hash(hash: &B256, signature: &[u8; 65]) -> Result<Address, EthError> {
+    let parity = match signature[64] {
+        0 | 27 => false,
+        1 | 28 => true,
+        v => {
+            return Err(EthError::field(
+                "v",
+                format!("expected 0, 1, 27 or 28, found {v}"),
+            ))
+        }
+    };
+    let signature = Signature::from_bytes_and_parity(&signature[..64], parity);
+    Ok(signing::recover_prehash(hash, &signature)?.1)
+}

@@ -1,0 +1,118 @@
+//! ECDSA signing and recovery through libsecp256k1.
+//!
+//! Side-channel protection: libsecp256k1 blinds its generator multiplication with a random value held
+//! in the context (`secp256k1_context_randomize`). Re-randomising costs about one generator
+//! multiplication, nearly as much as the signature itself, so we do not pay it per signature
+//! (secp256k1 0.33's context-free API does, which is why this crate pins 0.31 and owns its contexts).
+//! Each thread owns one signing context, randomised from the OS generator when the thread first
+//! signs and again every [`RERANDOMISE_EVERY`] signatures. Randomisation never changes a signature:
+//! nonces are RFC 6979 and libsecp256k1 always returns the low-s form.
+
+use alloy_primitives::{Address, Signature, B256, U256};
+use rand::RngCore;
+use secp256k1::ecdsa::{RecoverableSignature, RecoveryId};
+use secp256k1::{All, Message, Secp256k1, SecretKey, SignOnly, VerifyOnly};
+use std::cell::RefCell;
+use std::sync::OnceLock;
+
+use crate::key::address_of;
+use crate::EthError;
+
+/// Signatures a thread makes between two randomisations of its context.
+pub const RERANDOMISE_EVERY: u32 = 4096;
+
+/// half the group order n, for the low-s rule
+const HALF_ORDER: U256 = U256::from_limbs([
+    0xdfe9_2f46_681b_20a0,
+    0x5d57_6e73_57a4_501d,
+    0xffff_ffff_ffff_ffff,
+    0x7fff_ffff_ffff_ffff,
+]);
+
+struct ThreadContext {
+    secp: Secp256k1<SignOnly>,
+    left: u32,
+}
+
+impl ThreadContext {
+    fn new() -> Self {
+        let mut ctx = ThreadContext {
+            secp: Secp256k1::signing_only(),
+            left: 0,
+        };
+        ctx.randomise();
+        ctx
+    }
+
+    fn randomise(&mut self) {
+        let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+        rand::rngs::OsRng.fill_bytes(seed.as_mut());
+        self.secp.seeded_randomize(&seed);
+        self.left = RERANDOMISE_EVERY;
+    }
+}
+
+thread_local! {
+    static SIGNING: RefCell<ThreadContext> = RefCell::new(ThreadContext::new());
+}
+
+/// A shared context for public-key work (no secrets: no blinding needed).
+pub(crate) fn verify_context() -> &'static Secp256k1<All> {
+    static CONTEXT: OnceLock<Secp256k1<All>> = OnceLock::new();
+    CONTEXT.get_or_init(Secp256k1::new)
+}
+
+fn recovery_context() -> &'static Secp256k1<VerifyOnly> {
+    static CONTEXT: OnceLock<Secp256k1<VerifyOnly>> = OnceLock::new();
+    CONTEXT.get_or_init(Secp256k1::verification_only)
+}
+
+/// Signs a 32-byte hash: RFC 6979 nonce, low s, with the recovery parity.
+pub fn sign_prehash(secret: &SecretKey, hash: &B256) -> Signature {
+    let message = Message::from_digest(hash.0);
+    let recoverable = SIGNING.with(|cell| {
+        let mut ctx = cell.borrow_mut();
+        if ctx.left == 0 {
+            ctx.randomise();
+        }
+        ctx.left -= 1;
+        ctx.secp.sign_ecdsa_recoverable(message, secret)
+    });
+    let (recid, rs) = recoverable.serialize_compact();
+    Signature::from_bytes_and_parity(&rs, i32::from(recid) == 1)
+}
+
+/// Signs with a context randomised just for this signature: the cost that the per-thread context
+/// avoids (kept for the benchmark that measures the choice).
+pub fn sign_prehash_fresh_blinding(secret: &SecretKey, hash: &B256) -> Signature {
+    SIGNING.with(|cell| {
+        let mut ctx = cell.borrow_mut();
+        ctx.randomise();
+        let (recid, rs) = ctx
+            .secp
+            .sign_ecdsa_recoverable(Message::from_digest(hash.0), secret)
+            .serialize_compact();
+        Signature::from_bytes_and_parity(&rs, i32::from(recid) == 1)
+    })
+}
+
+/// Recovers the signer's uncompressed public key and address from a hash and a signature.
+/// Rejects s above n/2, as Ethereum does for transactions.
+pub fn recover_prehash(
+    hash: &B256,
+    signature: &Signature,
+) -> Result<([u8; 65], Address), EthError> {
+    if signature.s() > HALF_ORDER {
+        return Err(EthError::field("s", "above n/2 (not low-s)"));
+    }
+    let mut rs = [0u8; 64];
+    rs[..32].copy_from_slice(&signature.r().to_be_bytes::<32>());
+    rs[32..].copy_from_slice(&signature.s().to_be_bytes::<32>());
+    let recid = RecoveryId::try_from(i32::from(signature.v())).expect("parity is 0 or 1");
+    let sig = RecoverableSignature::from_compact(&rs, recid)
+        .map_err(|_| EthError::field("signature", "r or s is zero or not below the group order"))?;
+    let public = recovery_context()
+        .recover_ecdsa(Message::from_digest(hash.0), &sig)
+        .map_err(|_| EthError::field("signature", "no public key recovers from it"))?;
+    Ok((public.serialize_uncompressed(), address_of(&public)))
+}

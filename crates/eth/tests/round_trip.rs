@@ -1,0 +1,232 @@
+//! Random transactions of all three types: sign → decode → recover, and agreement with alloy's own
+//! signer (alloy-signer-local, k256: an independent secp256k1 and RFC 6979 implementation).
+
+use alloy_consensus::{SignableTransaction, Transaction, TxEnvelope};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_eips::eip2930::{AccessList, AccessListItem};
+use alloy_primitives::{Address, Bytes, B256, U256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use chainsig_eth::{decode_raw, PrivateKey, Signer, TxRequest, TxType};
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+fn random_key(rng: &mut ChaCha20Rng) -> PrivateKey {
+    loop {
+        let mut bytes = [0u8; 32];
+        rng.fill_bytes(&mut bytes);
+        if let Ok(k) = PrivateKey::from_bytes(&bytes) {
+            return k;
+        }
+    }
+}
+
+/// A random integer of random bit length (zero, small and full-width values all occur).
+fn random_u128(rng: &mut ChaCha20Rng) -> u128 {
+    let bits = rng.gen_range(0..=128u32);
+    if bits == 0 {
+        0
+    } else {
+        rng.gen::<u128>() >> (128 - bits)
+    }
+}
+
+fn random_request(rng: &mut ChaCha20Rng, tx_type: TxType) -> TxRequest {
+    let access_list = (0..rng.gen_range(0..3))
+        .map(|_| AccessListItem {
+            address: Address::from(rng.gen::<[u8; 20]>()),
+            storage_keys: (0..rng.gen_range(0..3))
+                .map(|_| B256::from(rng.gen::<[u8; 32]>()))
+                .collect(),
+        })
+        .collect::<Vec<_>>();
+    let mut data = vec![0u8; rng.gen_range(0..200)];
+    rng.fill_bytes(&mut data);
+    let value_bits = rng.gen_range(0..=256usize);
+    let value = if value_bits == 0 {
+        U256::ZERO
+    } else {
+        U256::from_be_bytes(rng.gen::<[u8; 32]>()) >> (256 - value_bits)
+    };
+    let mut request = TxRequest {
+        chain_id: Some(rng.gen_range(1..u64::MAX / 4)),
+        nonce: rng.gen::<u64>() >> rng.gen_range(0..64),
+        gas: rng.gen::<u64>() >> rng.gen_range(0..64),
+        to: if rng.gen_bool(0.2) {
+            None
+        } else {
+            Some(Address::from(rng.gen::<[u8; 20]>()))
+        },
+        value,
+        input: Bytes::from(data),
+        tx_type: Some(tx_type),
+        ..TxRequest::default()
+    };
+    match tx_type {
+        TxType::Legacy => {
+            request.gas_price = Some(random_u128(rng));
+            if rng.gen_bool(0.3) {
+                request.chain_id = None;
+            }
+        }
+        TxType::Eip2930 => {
+            request.gas_price = Some(random_u128(rng));
+            request.access_list = Some(AccessList(access_list));
+        }
+        TxType::Eip1559 => {
+            let a = random_u128(rng);
+            let b = random_u128(rng);
+            request.max_fee_per_gas = Some(a.max(b));
+            request.max_priority_fee_per_gas = Some(a.min(b));
+            request.access_list = Some(AccessList(access_list));
+        }
+    }
+    request
+}
+
+#[test]
+fn sign_decode_recover_all_types() {
+    let mut rng = ChaCha20Rng::seed_from_u64(0x5eed_0001);
+    for round in 0..600 {
+        let tx_type = [TxType::Legacy, TxType::Eip2930, TxType::Eip1559][round % 3];
+        let key = random_key(&mut rng);
+        let request = random_request(&mut rng, tx_type);
+        let signed = request.sign(&key).unwrap();
+        assert_eq!(signed.tx_type, tx_type);
+        assert_eq!(signed.hash, alloy_primitives::keccak256(&signed.raw));
+        if tx_type != TxType::Legacy {
+            assert_eq!(signed.raw[0], tx_type.byte());
+        } else {
+            assert!(signed.raw[0] >= 0xc0);
+        }
+        let decoded = decode_raw(&signed.raw).unwrap();
+        assert_eq!(decoded.from, key.address(), "round {round}");
+        assert_eq!(decoded.public_key, key.public_key_uncompressed());
+        assert_eq!(decoded.tx_type, tx_type);
+        assert_eq!(decoded.hash, signed.hash);
+        assert_eq!(decoded.signing_hash, request.signing_hash().unwrap());
+        let tx = &decoded.envelope;
+        assert_eq!(tx.chain_id(), request.chain_id);
+        assert_eq!(tx.nonce(), request.nonce);
+        assert_eq!(tx.gas_limit(), request.gas);
+        assert_eq!(tx.to(), request.to);
+        assert_eq!(tx.value(), request.value);
+        assert_eq!(tx.input(), &request.input);
+        match tx_type {
+            TxType::Eip1559 => {
+                assert_eq!(tx.max_fee_per_gas(), request.max_fee_per_gas.unwrap());
+                assert_eq!(
+                    tx.max_priority_fee_per_gas(),
+                    request.max_priority_fee_per_gas
+                );
+            }
+            _ => assert_eq!(tx.gas_price(), request.gas_price),
+        }
+        assert_eq!(tx.access_list(), request.access_list.as_ref());
+        // The JSON view parses back into the same request.
+        let mut fields = decoded.to_json();
+        fields["from"] = serde_json::Value::String(key.address().to_string());
+        let reparsed = TxRequest::from_json(&fields).unwrap();
+        assert_eq!(
+            reparsed.sign(&key).unwrap().raw,
+            signed.raw,
+            "round {round}"
+        );
+    }
+}
+
+#[test]
+fn agrees_with_alloy_local_signer() {
+    let mut rng = ChaCha20Rng::seed_from_u64(0x5eed_0002);
+    for round in 0..300 {
+        let tx_type = [TxType::Legacy, TxType::Eip2930, TxType::Eip1559][round % 3];
+        let key = random_key(&mut rng);
+        let theirs = PrivateKeySigner::from_bytes(&B256::from(*key.to_bytes())).unwrap();
+        assert_eq!(theirs.address(), key.address());
+        let request = random_request(&mut rng, tx_type);
+        let typed = request.to_typed().unwrap();
+        let their_signature = theirs.sign_hash_sync(&typed.signature_hash()).unwrap();
+        let their_envelope: TxEnvelope = typed.into_signed(their_signature).into();
+        let ours = request.sign(&key).unwrap();
+        assert_eq!(ours.signature, their_signature, "round {round}");
+        assert_eq!(ours.raw, their_envelope.encoded_2718(), "round {round}");
+        assert_eq!(ours.hash, *their_envelope.tx_hash());
+    }
+}
+
+#[test]
+fn eip191_agrees_with_alloy_and_recovers() {
+    let mut rng = ChaCha20Rng::seed_from_u64(0x5eed_0003);
+    let mut signer = Signer::new();
+    let keys: Vec<PrivateKey> = (0..5).map(|_| random_key(&mut rng)).collect();
+    for k in &keys {
+        signer.add_key(k.clone());
+    }
+    assert_eq!(signer.addresses().len(), 5);
+    for round in 0..100 {
+        let key = &keys[round % keys.len()];
+        let mut message = vec![0u8; rng.gen_range(0..100)];
+        rng.fill_bytes(&mut message);
+        let ours = signer.sign_eip191(&key.address(), &message).unwrap();
+        let theirs = PrivateKeySigner::from_bytes(&B256::from(*key.to_bytes()))
+            .unwrap()
+            .sign_message_sync(&message)
+            .unwrap();
+        assert_eq!(ours, theirs.as_bytes());
+        assert_eq!(
+            chainsig_eth::recover_eip191(&message, &ours).unwrap(),
+            key.address()
+        );
+    }
+    // Signing by `from`: the matching key, or an error naming `from`.
+    let request = TxRequest {
+        from: Some(keys[2].address()),
+        chain_id: Some(1),
+        gas: 21000,
+        gas_price: Some(1),
+        ..TxRequest::default()
+    };
+    assert_eq!(
+        signer.sign_transaction(&request).unwrap().from,
+        keys[2].address()
+    );
+    let stranger = TxRequest {
+        from: Some(Address::repeat_byte(7)),
+        ..request.clone()
+    };
+    assert_eq!(
+        signer.sign_transaction(&stranger).unwrap_err().field_name(),
+        "from"
+    );
+    let anonymous = TxRequest {
+        from: None,
+        ..request
+    };
+    assert_eq!(
+        signer
+            .sign_transaction(&anonymous)
+            .unwrap_err()
+            .field_name(),
+        "from"
+    );
+}
+
+#[test]
+fn tampered_transactions_do_not_recover_the_signer() {
+    let mut rng = ChaCha20Rng::seed_from_u64(0x5eed_0004);
+    let key = random_key(&mut rng);
+    for round in 0..200 {
+        let tx_type = [TxType::Legacy, TxType::Eip2930, TxType::Eip1559][round % 3];
+        let signed = random_request(&mut rng, tx_type).sign(&key).unwrap();
+        let mut raw = signed.raw.clone();
+        let at = rng.gen_range(0..raw.len());
+        raw[at] ^= 1 << rng.gen_range(0..8);
+        // A flipped bit either breaks the encoding, or yields another sender (or no sender).
+        if let Ok(decoded) = decode_raw(&raw) {
+            assert_ne!(decoded.from, key.address(), "round {round}, byte {at}");
+        }
+        // Truncations never panic and never decode.
+        let cut = rng.gen_range(0..raw.len());
+        assert!(decode_raw(&signed.raw[..cut]).is_err());
+    }
+}
