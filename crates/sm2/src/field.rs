@@ -1,8 +1,11 @@
 //! The field F_p, p = 2²⁵⁶ − 2²²⁴ − 2⁹⁶ + 2⁶⁴ − 1, in Montgomery form (R = 2²⁵⁶).
 //!
 //! Because p ≡ −1 mod 2⁶⁴, −p⁻¹ mod 2⁶⁴ = 1 and every Montgomery step's quotient digit is simply the
-//! low limb; the compiler sees the constant and drops that multiplication. Values are kept fully
-//! reduced in [0, p), so equality is limb equality and zero is all-zero limbs.
+//! low limb; the compiler sees the constant and drops that multiplication, and the products by
+//! p's limbs are by constants. (A multiplication-free reduction using p + 1 = 2⁶⁴·(2¹⁹² − 2¹⁶⁰ −
+//! 2³² + 1), both separated and interleaved with the product, measured no faster on x86-64 and
+//! was dropped.) Values are kept fully reduced in [0, p), so equality is limb equality and zero
+//! is all-zero limbs.
 
 use crate::limbs::{self, Limbs, Modulus};
 use chainsig_core::curve::SM2;

@@ -76,7 +76,8 @@ impl Jacobian {
         }
     }
 
-    /// 2·self for a = −3 (3M + 5S). Infinity (Z = 0) maps to Z = 0; no affine point has y = 0
+    /// 2·self for a = −3 (4M + 4S; Z3 = 2·Y·Z, which measured as fast as (Y + Z)² − Y² − Z²
+    /// with fewer additions). Infinity (Z = 0) maps to Z = 0; no affine point has y = 0
     /// on this curve (its order is odd), so there is no other exception.
     #[inline(always)]
     pub(crate) fn double(&self) -> Jacobian {
@@ -87,7 +88,7 @@ impl Jacobian {
         let alpha = t.double().add(&t);
         let beta4 = beta.double().double();
         let x3 = alpha.square().sub(&beta4.double());
-        let z3 = self.y.add(&self.z).square().sub(&gamma).sub(&delta);
+        let z3 = self.y.mul(&self.z).double();
         let gamma_sq8 = gamma.square().double().double().double();
         let y3 = alpha.mul(&beta4.sub(&x3)).sub(&gamma_sq8);
         Jacobian {
@@ -228,7 +229,7 @@ fn batch_to_affine(points: &[Jacobian]) -> Vec<Affine> {
 }
 
 /// Window width of the wNAF digits of s in s·G (odd multiples up to 2^(W−1) − 1 in the table).
-const G_WINDOW: usize = 8;
+const G_WINDOW: usize = 10;
 /// Window width for t in t·P (the table of P is built per verification).
 const P_WINDOW: usize = 5;
 
