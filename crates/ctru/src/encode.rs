@@ -405,13 +405,37 @@ mod tests {
             let h = decode_pk(p, &vec![0xff; p.pk_bytes]);
             assert_eq!(h[..4], head, "{set}");
             assert_eq!(h[p.n - 1], last, "{set}");
-            let pk = encode_pk(
-                p,
-                &(0..p.n as i32)
-                    .map(|i| (12345 * i + 678) % p.q)
-                    .collect::<Vec<_>>(),
-            );
+            let moduli = vec![p.q as u32; p.n];
+            let mut back = vec![0u32; p.n];
+            let used = radix_decode(&mut back, &vec![0xff; p.pk_bytes], &moduli);
+            assert_eq!(used, p.pk_bytes, "{set}");
+        }
+    }
+
+    #[test]
+    fn pk_encoding_matches_the_spec() {
+        use sha3::{Digest, Sha3_256};
+        let expected = [
+            (
+                ParamSet::Ctru653,
+                "aed4f5173af7b2b06f775aed354333c8e9c939631dac43e43d8d2cff9794fbbb",
+            ),
+            (
+                ParamSet::Ctru761,
+                "2f3d5044ae69df80a7408d0d4b48e796524ed4838c2ff8d7c46f1244356d7f33",
+            ),
+            (
+                ParamSet::Ctru1277,
+                "8b846490000e7304715a37f9b97dbd6bed6a4f35106346395c892d6f7b227769",
+            ),
+        ];
+        for (set, digest) in expected {
+            let p = set.params();
+            let h: Vec<i32> = (0..p.n as i32).map(|i| (12345 * i + 678) % p.q).collect();
+            let pk = encode_pk(p, &h);
             assert_eq!(pk.len(), p.pk_bytes, "{set}");
+            assert_eq!(hex::encode(Sha3_256::digest(&pk)), digest, "{set}");
+            assert_eq!(decode_pk(p, &pk), h, "{set}");
         }
     }
 

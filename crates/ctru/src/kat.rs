@@ -172,7 +172,6 @@ impl KatOutcome {
 /// check that decapsulating the file's ct with the file's sk gives the file's ss.
 pub fn check_record(set: ParamSet, record: &KatRecord) -> KatOutcome {
     let mut failures = Vec::new();
-    let p = set.params();
     match <&[u8; 48]>::try_from(record.seed.as_slice()) {
         Err(_) => failures.push(format!(
             "seed: expected 48 bytes, got {}",
@@ -212,7 +211,6 @@ pub fn check_record(set: ParamSet, record: &KatRecord) -> KatOutcome {
             record.ss.len()
         ));
     }
-    let _ = p;
     KatOutcome {
         count: record.count,
         failures,
