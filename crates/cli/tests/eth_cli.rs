@@ -1,0 +1,314 @@
+//! `chainsig eth …` through the built binary: the `eth sign` contract of cli.md, keystores,
+//! `sign-bulk` and `decode`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+const KEY_46: &str = "4646464646464646464646464646464646464646464646464646464646464646";
+const EIP155_RAW: &str = "0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83";
+const EIP155_TX: &str = r#"{"chainId":"0x1","nonce":"0x9","gasPrice":"0x4a817c800","gas":"0x5208","to":"0x3535353535353535353535353535353535353535","value":"0xde0b6b3a7640000","data":"0x"}"#;
+
+fn chainsig() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_chainsig"))
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("chainsig-eth-cli-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+    fn file(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run_with_stdin(mut command: Command, stdin: &str) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8(output.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+fn sign_command(key_file: &Path) -> Command {
+    let mut c = chainsig();
+    c.args(["eth", "sign", "--key-file"]).arg(key_file);
+    c
+}
+
+#[test]
+fn sign_known_answer_and_errors_one_line_each() {
+    let dir = TempDir::new("sign");
+    let key = dir.file("key.hex", &format!("0x{KEY_46}\n"));
+    let input = [
+        EIP155_TX,
+        r#"{"chainId":1,"nonce":0,"gas":21000,"maxFeePerGas":"0x1","maxPriorityFeePerGas":"0x2"}"#,
+        "not json",
+        r#"{"chainId":1,"nonce":0,"gas":21000,"gasPrice":1,"from":"0x0000000000000000000000000000000000000001"}"#,
+        r#"{"chainId":1,"gas":21000,"gasPrice":1}"#,
+        r#"{"chainId":1,"nonce":1,"gas":21000,"gasPrice":1,"to":"0x12"}"#,
+        "",
+        r#"{"chainId":"0x1e8e","nonce":"0x333","maxPriorityFeePerGas":"0x1284d","maxFeePerGas":"0x1d97c","gas":"0x8ae0","to":"0x000000000000000000000000000000000000aaaa","value":"0x2933bc9","type":"0x2","input":"0x"}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let output = run_with_stdin(sign_command(&key), &input);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 8);
+    for (i, line) in lines.iter().enumerate() {
+        assert_eq!(line["line"], i + 1);
+    }
+    assert_eq!(lines[0]["raw"], EIP155_RAW);
+    assert_eq!(
+        lines[0]["from"].as_str().unwrap().to_lowercase(),
+        "0x9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f"
+    );
+    let raw0 = hex::decode(&EIP155_RAW[2..]).unwrap();
+    assert_eq!(lines[0]["hash"], format!("{}", alloy_keccak(&raw0)));
+    assert_eq!(
+        lines[1]["error"],
+        "maxFeePerGas: below maxPriorityFeePerGas"
+    );
+    assert!(lines[2]["error"].as_str().unwrap().starts_with("json: "));
+    assert!(lines[3]["error"].as_str().unwrap().starts_with("from: "));
+    assert_eq!(lines[4]["error"], "nonce: missing");
+    assert!(lines[5]["error"].as_str().unwrap().starts_with("to: "));
+    assert!(lines[6]["error"].as_str().unwrap().starts_with("json: "));
+    assert!(lines[7]["raw"].as_str().unwrap().starts_with("0x02"));
+    // Deterministic: the same input from a file gives the same bytes.
+    let file = dir.file("in.jsonl", &input);
+    let again = sign_command(&key).arg(&file).output().unwrap();
+    assert_eq!(again.stdout, output.stdout);
+    let dash = run_with_stdin(
+        {
+            let mut c = sign_command(&key);
+            c.arg("-");
+            c
+        },
+        &input,
+    );
+    assert_eq!(dash.stdout, output.stdout);
+}
+
+fn alloy_keccak(bytes: &[u8]) -> String {
+    let decoded = chainsig_eth::decode_raw(bytes).unwrap();
+    format!("{}", decoded.hash)
+}
+
+#[test]
+fn sign_with_a_keystore() {
+    let dir = TempDir::new("keystore");
+    let key = dir.file("key.hex", KEY_46);
+    let password = dir.file("pass", "correct horse\n");
+    let keystore = dir.path("key.json");
+    let made = chainsig()
+        .args([
+            "eth",
+            "keystore-encrypt",
+            "--kdf",
+            "scrypt-light",
+            "--key-file",
+        ])
+        .arg(&key)
+        .arg("--password-file")
+        .arg(&password)
+        .arg("--out")
+        .arg(&keystore)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let text = std::fs::read_to_string(&keystore).unwrap();
+    assert!(!text.contains(KEY_46));
+    let mut command = chainsig();
+    command
+        .args(["eth", "sign", "--keystore"])
+        .arg(&keystore)
+        .arg("--password-file")
+        .arg(&password);
+    let output = run_with_stdin(command, &format!("{EIP155_TX}\n"));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(json_lines(&output)[0]["raw"], EIP155_RAW);
+    // A wrong password is a usage error (exit 2) that names the password and shows no secret.
+    let wrong = dir.file("wrong", "correct horse battery\n");
+    let failed = chainsig()
+        .args(["eth", "sign", "--keystore"])
+        .arg(&keystore)
+        .arg("--password-file")
+        .arg(&wrong)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("password"), "{stderr}");
+    assert!(!stderr.contains(KEY_46));
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let dir = TempDir::new("usage");
+    let no_key = chainsig()
+        .args(["eth", "sign"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(no_key.status.code(), Some(2));
+    let missing = chainsig()
+        .args(["eth", "sign", "--key-file"])
+        .arg(dir.path("absent"))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    let key = dir.file("key.hex", KEY_46);
+    let unreadable = sign_command(&key)
+        .arg(dir.path("absent.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(unreadable.status.code(), Some(2));
+    let bad_key = dir.file("bad.hex", "1234");
+    let refused = sign_command(&bad_key)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("key"));
+}
+
+fn sign_bulk(dir: &TempDir, tx_type: &str, threads: &str, out: &str) -> Vec<Value> {
+    let mnemonic = dir.file(
+        "mnemonic",
+        "test test test test test test test test test test test junk\n",
+    );
+    let out = dir.path(out);
+    let output = chainsig()
+        .args([
+            "eth",
+            "sign-bulk",
+            "--wallets",
+            "3",
+            "--count",
+            "4100",
+            "--chain-id",
+            "1337",
+            "--type",
+            tx_type,
+        ])
+        .args(["--threads", threads, "--stats", "--mnemonic-file"])
+        .arg(&mnemonic)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("p99"));
+    std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn sign_bulk_round_robin_and_decodable() {
+    let dir = TempDir::new("bulk");
+    let wallets = [
+        "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+        "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+        "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+    ];
+    for (tx_type, first_byte) in [("1559", Some(2u8)), ("2930", Some(1)), ("legacy", None)] {
+        let one = sign_bulk(&dir, tx_type, "1", "one.jsonl");
+        let two = sign_bulk(&dir, tx_type, "2", "two.jsonl");
+        assert_eq!(one, two, "output must not depend on the thread count");
+        assert_eq!(one.len(), 4100);
+        for (k, line) in one.iter().enumerate() {
+            assert_eq!(line["from"], wallets[k % 3]);
+            assert_eq!(line["nonce"], k / 3);
+            if k % 97 == 0 || k == 4099 {
+                let raw = hex::decode(&line["raw"].as_str().unwrap()[2..]).unwrap();
+                if let Some(byte) = first_byte {
+                    assert_eq!(raw[0], byte);
+                }
+                let decoded = chainsig_eth::decode_raw(&raw).unwrap();
+                assert_eq!(
+                    decoded.from.to_checksum(None),
+                    line["from"].as_str().unwrap()
+                );
+                assert_eq!(format!("{}", decoded.hash), line["hash"].as_str().unwrap());
+                assert_eq!(decoded.to_json()["chainId"], "0x539");
+                assert_eq!(decoded.to_json()["nonce"], format!("{:#x}", k / 3));
+            }
+        }
+    }
+}
+
+#[test]
+fn decode_prints_fields_and_sender() {
+    let output = chainsig()
+        .args(["eth", "decode", EIP155_RAW])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let fields: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(fields["from"], "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F");
+    assert_eq!(fields["nonce"], "0x9");
+    assert_eq!(fields["v"], "0x25");
+    assert_eq!(fields["to"], "0x3535353535353535353535353535353535353535");
+    let bad = chainsig()
+        .args(["eth", "decode", "0x02c0"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("tx"));
+}
