@@ -1,14 +1,24 @@
 //! `chainsig`: the command line. Thin by design: it parses arguments, streams records through the
 //! library crates and formats their answers; all cryptography lives in the library crates.
 
+mod backends;
+mod bench;
 mod eth;
+mod gen;
+mod input;
 mod kem;
+mod recover;
+mod verify;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "chainsig", version, about = "Fast blockchain signature verification, signing and post-quantum KEM")]
+#[command(
+    name = "chainsig",
+    version,
+    about = "Fast blockchain signature verification, signing and post-quantum KEM"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -16,6 +26,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Verify signatures: JSON Lines in, one verdict line per input line out, in order.
+    Verify(verify::VerifyArgs),
+    /// Generate signed records (some corrupted) in the verify format.
+    Gen(gen::GenArgs),
+    /// Recover Ethereum senders from raw transactions or signatures.
+    Recover(recover::RecoverArgs),
+    /// Benchmark verification on generated batches, on the best backend present.
+    Bench(bench::BenchArgs),
     /// Ethereum transactions: sign, bulk-sign, decode.
     #[command(subcommand)]
     Eth(eth::EthCommand),
@@ -27,6 +45,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Verify(args) => verify::run(args),
+        Command::Gen(args) => gen::run(args),
+        Command::Recover(args) => recover::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Eth(cmd) => eth::run(cmd),
         Command::Kem(cmd) => kem::run(cmd),
     };

@@ -58,9 +58,12 @@ fn check_sec1_shape(sec1: &[u8]) -> Result<(), RecordError> {
     }
 }
 
+/// Z_A by (identifier, x‖y of the key).
+type ZaCache = HashMap<(Vec<u8>, [u8; 64]), [u8; 32]>;
+
 /// Turns decoded records into prepared items; shared by all threads of a run.
 pub struct Preparer {
-    za_cache: Mutex<HashMap<(Vec<u8>, [u8; 64]), [u8; 32]>>,
+    za_cache: Mutex<ZaCache>,
 }
 
 /// Distinct signers kept in the Z_A cache before it is cleared (a few MB).

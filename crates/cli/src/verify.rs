@@ -1,0 +1,105 @@
+//! `chainsig verify`: JSON Lines of signatures in, one verdict line per input line out, in order.
+
+use crate::backends;
+use crate::input;
+use anyhow::Context;
+use chainsig_core::record::{parse_verify_line, VerifyDefaults};
+use chainsig_core::{Algorithm, HashAlg, RecordError};
+use chainsig_cpu::pipeline::{verify_records, Verdict};
+use chainsig_cpu::prepare::Preparer;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    /// Algorithm of lines that carry no `alg` field.
+    #[arg(long)]
+    alg: Option<Algorithm>,
+    /// auto (GPU for large batches when present, else CPU), cpu or cuda.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Reject ECDSA signatures whose s is above n/2 (Bitcoin and Ethereum rule).
+    #[arg(long)]
+    low_s: bool,
+    /// Hash of `msg` for lines that name none: sm3, keccak256, sha256 or sha3-256.
+    #[arg(long)]
+    hash: Option<HashAlg>,
+    /// Print only the summary (to stderr), no verdict lines.
+    #[arg(long)]
+    summary: bool,
+    /// Records verified together; larger batches keep a GPU busier.
+    #[arg(long, default_value_t = 1 << 16)]
+    chunk: usize,
+    /// Input file (default or `-`: standard input).
+    file: Option<PathBuf>,
+}
+
+pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let registry = backends::registry(&args.backend);
+    // Fail early and clearly when the named backend cannot run here.
+    if args.backend != "auto" {
+        registry.get(&args.backend)?;
+    }
+    let defaults = VerifyDefaults {
+        alg: args.alg,
+        hash: args.hash,
+    };
+    let preparer = Preparer::new();
+    let input = input::open(args.file.as_deref())?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let started = Instant::now();
+    let (mut valid, mut invalid, mut errors) = (0u64, 0u64, 0u64);
+    let mut used: BTreeMap<String, u64> = BTreeMap::new();
+    for chunk in input::chunks(input, args.chunk.max(1)) {
+        let chunk = chunk.context("reading input")?;
+        let records: Vec<_> = chunk
+            .par_iter()
+            .map(|(_, text)| match text {
+                Ok(text) => parse_verify_line(text, &defaults),
+                Err(reason) => Err(RecordError::new("", reason.clone())),
+            })
+            .collect();
+        let outcome = verify_records(&registry, &args.backend, args.low_s, &preparer, &records)?;
+        for (alg, backend, n) in &outcome.batches {
+            *used.entry(format!("{alg}:{backend}")).or_default() += *n as u64;
+        }
+        for ((number, _), verdict) in chunk.iter().zip(&outcome.verdicts) {
+            match verdict {
+                Verdict::Valid => valid += 1,
+                Verdict::Invalid => invalid += 1,
+                Verdict::Error(_) => errors += 1,
+            }
+            if !args.summary {
+                write_verdict(&mut out, *number, verdict)?;
+            }
+        }
+    }
+    out.flush()?;
+    let seconds = started.elapsed().as_secs_f64();
+    let total = valid + invalid + errors;
+    let backends: Vec<String> = used.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    eprintln!(
+        "verified {total} records: {valid} valid, {invalid} invalid, {errors} errors; backends {}; {:.3} s, {:.0} records/s",
+        if backends.is_empty() { "none".to_string() } else { backends.join(",") },
+        seconds,
+        total as f64 / seconds.max(1e-9)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_verdict(out: &mut impl Write, line: u64, verdict: &Verdict) -> std::io::Result<()> {
+    match verdict {
+        Verdict::Valid => writeln!(out, r#"{{"line":{line},"valid":true}}"#),
+        Verdict::Invalid => writeln!(out, r#"{{"line":{line},"valid":false}}"#),
+        Verdict::Error(e) => writeln!(
+            out,
+            "{}",
+            serde_json::json!({"line": line, "error": e.to_string()})
+        ),
+    }
+}

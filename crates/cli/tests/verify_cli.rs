@@ -1,0 +1,271 @@
+//! The `chainsig` binary end to end: gen → verify round trips, malformed lines, recover, bench.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn chainsig(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chainsig"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn gen_then_verify_round_trips_for_every_algorithm() {
+    for alg in ["sm2", "secp256k1", "p256"] {
+        let gen = chainsig(
+            &[
+                "gen",
+                "--alg",
+                alg,
+                "--count",
+                "300",
+                "--invalid-ratio",
+                "0.3",
+                "--seed",
+                "9",
+            ],
+            "",
+        );
+        assert!(
+            gen.status.success(),
+            "{}",
+            String::from_utf8_lossy(&gen.stderr)
+        );
+        let records = String::from_utf8(gen.stdout).unwrap();
+        // Same seed, same file.
+        let again = chainsig(
+            &[
+                "gen",
+                "--alg",
+                alg,
+                "--count",
+                "300",
+                "--invalid-ratio",
+                "0.3",
+                "--seed",
+                "9",
+            ],
+            "",
+        );
+        assert_eq!(records.as_bytes(), again.stdout.as_slice());
+        let expected: Vec<bool> = json_lines(records.as_bytes())
+            .iter()
+            .map(|r| r["expect"].as_bool().unwrap())
+            .collect();
+        assert!(expected.iter().filter(|&&v| !v).count() > 50);
+
+        // Small chunks: the streaming path must keep order across chunk boundaries.
+        let verify = chainsig(&["verify", "--backend", "cpu", "--chunk", "37"], &records);
+        assert!(verify.status.success());
+        let verdicts = json_lines(&verify.stdout);
+        assert_eq!(verdicts.len(), 300);
+        for (i, (v, want)) in verdicts.iter().zip(&expected).enumerate() {
+            assert_eq!(v["line"], i as u64 + 1);
+            assert_eq!(
+                v["valid"].as_bool(),
+                Some(*want),
+                "{alg} line {}: {v}",
+                i + 1
+            );
+        }
+        let summary = String::from_utf8_lossy(&verify.stderr);
+        assert!(summary.contains("300 records"), "{summary}");
+    }
+}
+
+#[test]
+fn malformed_lines_become_errors_and_the_rest_is_verified() {
+    let gen = chainsig(
+        &[
+            "gen",
+            "--alg",
+            "secp256k1",
+            "--count",
+            "2",
+            "--invalid-ratio",
+            "0",
+        ],
+        "",
+    );
+    let good: Vec<&str> = std::str::from_utf8(&gen.stdout).unwrap().lines().collect();
+    let key_off_curve = format!("04{}", "11".repeat(64));
+    let input = [
+        good[0].to_string(),
+        "{not json".to_string(),
+        r#"{"alg":"secp256k1","pubkey":"zz","msg":"","sig":"00"}"#.to_string(),
+        format!(
+            r#"{{"alg":"secp256k1","pubkey":"{key_off_curve}","msg":"","sig":"{}"}}"#,
+            "11".repeat(64)
+        ),
+        format!(
+            r#"{{"alg":"p256","pubkey":"{key_off_curve}","msg":"","sig_der":"3006020101020101ff"}}"#
+        ),
+        format!(
+            r#"{{"alg":"sm2","pubkey":"02","msg":"00","sig":"{}"}}"#,
+            "11".repeat(64)
+        ),
+        String::new(),
+        good[1].to_string(),
+    ]
+    .join("\n");
+    let out = chainsig(&["verify"], &input);
+    assert!(out.status.success());
+    let v = json_lines(&out.stdout);
+    assert_eq!(v.len(), 8);
+    assert_eq!(v[0]["valid"], true);
+    assert!(v[1]["error"].as_str().unwrap().starts_with("bad JSON"));
+    assert!(v[2]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("pubkey: bad hex"));
+    assert_eq!(v[3]["error"], "pubkey: point is not on the curve");
+    assert!(
+        v[4]["error"].as_str().unwrap().starts_with("sig_der:"),
+        "{}",
+        v[4]
+    );
+    assert!(
+        v[5]["error"].as_str().unwrap().starts_with("pubkey:"),
+        "{}",
+        v[5]
+    );
+    assert!(v[6]["error"].as_str().unwrap().starts_with("bad JSON"));
+    assert_eq!(v[7]["valid"], true);
+    assert_eq!(v[7]["line"], 8);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(
+        chainsig(&["verify", "/no/such/file"], "").status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        chainsig(&["verify", "--backend", "tpu"], "").status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        chainsig(&["gen", "--alg", "rsa", "--count", "1"], "")
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn summary_only_and_low_s() {
+    // libsecp256k1 makes low-s signatures; their high-s twins pass plain ECDSA but not --low-s.
+    let gen = chainsig(
+        &[
+            "gen",
+            "--alg",
+            "secp256k1",
+            "--count",
+            "1",
+            "--invalid-ratio",
+            "0",
+        ],
+        "",
+    );
+    let mut rec: serde_json::Value = serde_json::from_slice(&gen.stdout).unwrap();
+    let sig = hex::decode(rec["sig"].as_str().unwrap()).unwrap();
+    let n = chainsig_core::curve::SECP256K1.n;
+    let mut high = [0u8; 32];
+    let mut borrow = 0i16;
+    for i in (0..32).rev() {
+        let d = n[i] as i16 - sig[32 + i] as i16 - borrow;
+        high[i] = d.rem_euclid(256) as u8;
+        borrow = (d < 0) as i16;
+    }
+    rec["sig"] = serde_json::json!(format!("{}{}", hex::encode(&sig[..32]), hex::encode(high)));
+    let line = rec.to_string();
+    assert_eq!(
+        json_lines(&chainsig(&["verify"], &line).stdout)[0]["valid"],
+        true
+    );
+    assert_eq!(
+        json_lines(&chainsig(&["verify", "--low-s"], &line).stdout)[0]["valid"],
+        false
+    );
+    let summary = chainsig(&["verify", "--summary"], &line);
+    assert!(summary.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&summary.stderr).contains("1 valid"));
+}
+
+#[test]
+fn recover_signatures_and_transactions() {
+    let eip155 = "f86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83";
+    let input = format!(
+        "{}\n{}\n{}\n{}\n",
+        serde_json::json!({"tx": eip155}),
+        serde_json::json!({
+            "digest": "daf5a779ae972f972197303d7b574746c7ef83eadac0f2791ad23db92e4c8e53",
+            "sig": "28ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa63627667cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83",
+            "v": 27
+        }),
+        serde_json::json!({"tx": "0x02c0"}),
+        serde_json::json!({"digest": "00", "sig": "00", "v": 27}),
+    );
+    let out = chainsig(&["recover"], &input);
+    assert!(out.status.success());
+    let v = json_lines(&out.stdout);
+    assert_eq!(
+        v[0]["address"],
+        "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F"
+    );
+    assert_eq!(v[1]["address"], v[0]["address"]);
+    assert_eq!(v[1]["pubkey"], v[0]["pubkey"]);
+    assert!(v[2]["error"].is_string());
+    assert!(v[3]["error"].as_str().unwrap().starts_with("digest:"));
+}
+
+#[test]
+fn bench_runs_and_writes_json() {
+    let dir = std::env::temp_dir().join(format!("chainsig-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("bench.json");
+    let out = chainsig(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--sizes",
+            "64,128",
+            "--repeats",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(rows.len(), 6);
+    assert!(rows
+        .iter()
+        .all(|r| r["throughput_per_second"].as_f64().unwrap() > 0.0));
+    std::fs::remove_dir_all(dir).unwrap();
+}
