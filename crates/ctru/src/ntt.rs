@@ -113,8 +113,12 @@ pub struct NttMultiplier {
     root: u32,
     layers: Vec<Layer>,
     leaf_len: usize,
-    leaf_zeta: Vec<u32>,
-    leaves_inv: Twiddle,
+    /// ζ·2^32 mod Q per leaf (Montgomery form, for the leaf products).
+    leaf_zeta_mont: Vec<u32>,
+    /// leaves⁻¹·2^32 mod Q: removes the 1/r factors and the leaf products' 2^−32.
+    final_scale: Twiddle,
+    /// −Q⁻¹ mod 2^32, for Montgomery reduction.
+    neg_q_inv: u32,
     /// ⌊2^64 / Q⌋ for Barrett reduction of 64-bit sums.
     barrett: u64,
 }
@@ -186,8 +190,21 @@ impl NttMultiplier {
             block_len /= radix;
             exponents = children;
         }
-        let leaf_zeta = exponents.iter().map(|&e| zeta(e)).collect();
-        let leaves_inv = Twiddle::new(pow_mod(leaves as u64, q64 - 2, q64) as u32, prime);
+        assert!(block_len <= 8, "leaf sums must stay below Q·2^32");
+        assert!(34 * q64 < 1 << 32, "leaf sums must stay below Q·2^32");
+        let mont = (1u64 << 32) % q64;
+        let leaf_zeta_mont = exponents
+            .iter()
+            .map(|&e| (zeta(e) as u64 * mont % q64) as u32)
+            .collect();
+        let leaves_inv = pow_mod(leaves as u64, q64 - 2, q64);
+        let final_scale = Twiddle::new((leaves_inv * mont % q64) as u32, prime);
+        // Newton iteration for Q⁻¹ mod 2^32 (Q odd): each step doubles the correct low bits.
+        let mut q_inv: u32 = 1;
+        for _ in 0..5 {
+            q_inv = q_inv.wrapping_mul(2u32.wrapping_sub(prime.wrapping_mul(q_inv)));
+        }
+        assert_eq!(prime.wrapping_mul(q_inv), 1);
         NttMultiplier {
             n: p.n,
             q: p.q,
@@ -197,8 +214,9 @@ impl NttMultiplier {
             root: root as u32,
             layers,
             leaf_len: block_len,
-            leaf_zeta,
-            leaves_inv,
+            leaf_zeta_mont,
+            final_scale,
+            neg_q_inv: q_inv.wrapping_neg(),
             barrett: ((1u128 << 64) / q64 as u128) as u64,
         }
     }
@@ -248,9 +266,33 @@ impl NttMultiplier {
         csub((x - quotient * self.prime as u64) as u32, self.prime)
     }
 
+    /// x·2^−32 mod Q, in [0, 2Q), for x < Q·2^32 (Montgomery reduction).
+    #[inline(always)]
+    fn redc(&self, x: u64) -> u32 {
+        let m = (x as u32).wrapping_mul(self.neg_q_inv);
+        ((x + m as u64 * self.prime as u64) >> 32) as u32
+    }
+
     /// Forward transform in place. Input and output coefficients in [0, 2Q).
     pub fn forward(&self, a: &mut [u32]) {
         assert_eq!(a.len(), self.len, "transform length");
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { self.forward_avx2(a) };
+        }
+        self.forward_portable(a)
+    }
+
+    /// The same loops compiled for AVX2, so the butterflies vectorise 8 lanes wide.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn forward_avx2(&self, a: &mut [u32]) {
+        self.forward_portable(a)
+    }
+
+    #[inline(always)]
+    fn forward_portable(&self, a: &mut [u32]) {
         let two_q = 2 * self.prime;
         for layer in &self.layers {
             let sub = layer.block_len / layer.radix;
@@ -289,6 +331,22 @@ impl NttMultiplier {
     /// Inverse transform in place, without the 1/leaves factor. Coefficients in [0, 2Q).
     pub fn inverse_unscaled(&self, a: &mut [u32]) {
         assert_eq!(a.len(), self.len, "transform length");
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { self.inverse_avx2(a) };
+        }
+        self.inverse_portable(a)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn inverse_avx2(&self, a: &mut [u32]) {
+        self.inverse_portable(a)
+    }
+
+    #[inline(always)]
+    fn inverse_portable(&self, a: &mut [u32]) {
         let two_q = 2 * self.prime;
         for layer in self.layers.iter().rev() {
             let sub = layer.block_len / layer.radix;
@@ -324,7 +382,8 @@ impl NttMultiplier {
         }
     }
 
-    /// Leaf-wise products: a ← a·b in every Z_Q[x]/(x^b − ζ). Inputs in [0, 2Q), output in [0, Q).
+    /// Leaf-wise products: a ← a·b·2^−32 in every Z_Q[x]/(x^b − ζ) (the 2^−32 of Montgomery reduction
+    /// is removed with the final scaling). Inputs and output in [0, 2Q).
     pub fn pointwise(&self, a: &mut [u32], b: &[u32]) {
         assert_eq!(a.len(), self.len, "transform length");
         assert_eq!(b.len(), self.len, "transform length");
@@ -333,20 +392,22 @@ impl NttMultiplier {
         for ((x, y), &zeta) in a
             .chunks_exact_mut(bl)
             .zip(b.chunks_exact(bl))
-            .zip(&self.leaf_zeta)
+            .zip(&self.leaf_zeta_mont)
         {
             prod[..2 * bl - 1].fill(0);
             for (i, &xi) in x.iter().enumerate() {
                 for (j, &yj) in y.iter().enumerate() {
+                    // At most 7 terms below 4Q² each: the sum stays below Q·2^32.
                     prod[i + j] += xi as u64 * yj as u64;
                 }
             }
             for k in 0..bl {
                 let mut acc = prod[k];
                 if k + bl < 2 * bl - 1 {
-                    acc += self.barrett_reduce(prod[k + bl]) as u64 * zeta as u64;
+                    // redc(·)·ζ·2^32 ≡ prod[k + b]·ζ: x^b = ζ in this leaf.
+                    acc += self.redc(prod[k + bl]) as u64 * zeta as u64;
                 }
-                x[k] = self.barrett_reduce(acc);
+                x[k] = self.redc(acc);
             }
         }
     }
@@ -371,7 +432,7 @@ impl NttMultiplier {
         let linear: Vec<i32> = ta[..2 * self.n - 1]
             .iter()
             .map(|&d| {
-                let r = csub(mul_shoup(d, self.leaves_inv, self.prime), self.prime) as i32;
+                let r = csub(mul_shoup(d, self.final_scale, self.prime), self.prime) as i32;
                 // Lift to (−Q/2, Q/2): the exact coefficient.
                 r - (self.prime as i32 & ((half - r) >> 31))
             })
@@ -463,6 +524,23 @@ mod tests {
             let (lo, hi) = p.unpacked_f_range();
             assert!(m.small_limit_q2() >= lo.abs().max(hi.abs()), "{set}: c·f");
             assert_eq!(m.leaf_len(), p.ntt.leaf_len());
+        }
+    }
+
+    #[test]
+    fn vectorised_and_portable_transforms_agree() {
+        for set in ParamSet::ALL {
+            let m = multiplier(set);
+            let input: Vec<u32> = (0..m.len() as u32)
+                .map(|i| i.wrapping_mul(2_654_435_761) % (2 * m.prime()))
+                .collect();
+            let (mut fast, mut plain) = (input.clone(), input);
+            m.forward(&mut fast);
+            m.forward_portable(&mut plain);
+            assert_eq!(fast, plain);
+            m.inverse_unscaled(&mut fast);
+            m.inverse_portable(&mut plain);
+            assert_eq!(fast, plain);
         }
     }
 
