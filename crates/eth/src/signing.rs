@@ -105,6 +105,14 @@ pub fn recover_prehash(
     if signature.s() > HALF_ORDER {
         return Err(EthError::field("s", "above n/2 (not low-s)"));
     }
+    recover_prehash_any_s(hash, signature)
+}
+
+/// As [`recover_prehash`] but accepting any s in [1, n−1], as the `ecrecover` precompile does.
+pub fn recover_prehash_any_s(
+    hash: &B256,
+    signature: &Signature,
+) -> Result<([u8; 65], Address), EthError> {
     let mut rs = [0u8; 64];
     rs[..32].copy_from_slice(&signature.r().to_be_bytes::<32>());
     rs[32..].copy_from_slice(&signature.s().to_be_bytes::<32>());
