@@ -1,12 +1,15 @@
 //! Signed EIP-1559 transactions per second on one core, and the cost of the pieces:
 //! alloy's encoding and hashing alone, and signing with a per-thread blinded context against
-//! re-randomising the context for every signature.
+//! re-randomising the context for every signature, and our RFC 6979 nonce function (SHA extensions)
+//! against libsecp256k1's built-in one.
 
 use alloy_consensus::{SignableTransaction, Signed, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{keccak256, B256};
 use chainsig_eth::bulk::{bulk_tx, BulkConfig};
-use chainsig_eth::signing::{sign_prehash, sign_prehash_fresh_blinding};
+use chainsig_eth::signing::{
+    sign_prehash, sign_prehash_fresh_blinding, sign_prehash_libsecp_nonce,
+};
 use chainsig_eth::tx::sign_typed_into;
 use chainsig_eth::{PrivateKey, TxType};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
@@ -52,6 +55,12 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             digest.0[0] = digest.0[0].wrapping_add(1);
             black_box(sign_prehash(&secret, &digest))
+        })
+    });
+    group.bench_function("sign_prehash_libsecp_nonce", |b| {
+        b.iter(|| {
+            digest.0[0] = digest.0[0].wrapping_add(1);
+            black_box(sign_prehash_libsecp_nonce(&secret, &digest))
         })
     });
     group.bench_function("sign_prehash_context_rerandomised_per_signature", |b| {

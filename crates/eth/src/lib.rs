@@ -15,6 +15,7 @@ pub mod bulk;
 pub mod hd;
 pub mod key;
 pub mod keystore;
+pub mod rfc6979;
 pub mod signing;
 pub mod tx;
 

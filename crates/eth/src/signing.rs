@@ -1,5 +1,9 @@
 //! ECDSA signing and recovery through libsecp256k1.
 //!
+//! The signature is libsecp256k1's `secp256k1_ecdsa_sign_recoverable` (constant time, low s), called
+//! through its C interface with our RFC 6979 nonce function ([`crate::rfc6979`]), which is the
+//! reason for the `unsafe` below: the safe wrapper always uses the built-in, slower one.
+//!
 //! Side-channel protection: libsecp256k1 blinds its generator multiplication with a random value held
 //! in the context (`secp256k1_context_randomize`). Re-randomising costs about one generator
 //! multiplication, nearly as much as the signature itself, so we do not pay it per signature
@@ -11,8 +15,10 @@
 use alloy_primitives::{Address, Signature, B256, U256};
 use rand::RngCore;
 use secp256k1::ecdsa::{RecoverableSignature, RecoveryId};
+use secp256k1::ffi::{self, CPtr};
 use secp256k1::{All, Message, Secp256k1, SecretKey, SignOnly, VerifyOnly};
 use std::cell::RefCell;
+use std::ptr;
 use std::sync::OnceLock;
 
 use crate::key::address_of;
@@ -69,31 +75,50 @@ fn recovery_context() -> &'static Secp256k1<VerifyOnly> {
 
 /// Signs a 32-byte hash: RFC 6979 nonce, low s, with the recovery parity.
 pub fn sign_prehash(secret: &SecretKey, hash: &B256) -> Signature {
-    let message = Message::from_digest(hash.0);
     let recoverable = SIGNING.with(|cell| {
         let mut ctx = cell.borrow_mut();
         if ctx.left == 0 {
             ctx.randomise();
         }
         ctx.left -= 1;
-        ctx.secp.sign_ecdsa_recoverable(message, secret)
+        let mut raw = ffi::recovery::RecoverableSignature::new();
+        // SAFETY: a live context, 65 writable bytes, a 32-byte hash, a valid secret key, and a nonce
+        // function with libsecp256k1's signature that reads and writes only what it is given.
+        let ok = unsafe {
+            ffi::recovery::secp256k1_ecdsa_sign_recoverable(
+                ctx.secp.ctx().as_ptr(),
+                &mut raw,
+                hash.as_ptr(),
+                secret.as_c_ptr(),
+                Some(crate::rfc6979::nonce_function),
+                ptr::null(),
+            )
+        };
+        assert_eq!(ok, 1, "libsecp256k1 signs any valid key and hash");
+        RecoverableSignature::from(raw)
     });
     let (recid, rs) = recoverable.serialize_compact();
     Signature::from_bytes_and_parity(&rs, i32::from(recid) == 1)
 }
 
-/// Signs with a context randomised just for this signature: the cost that the per-thread context
-/// avoids (kept for the benchmark that measures the choice).
-pub fn sign_prehash_fresh_blinding(secret: &SecretKey, hash: &B256) -> Signature {
+/// Signs through libsecp256k1's built-in RFC 6979 nonce function (portable C SHA-256): the
+/// reference [`sign_prehash`] is checked against, and the benchmark's baseline.
+pub fn sign_prehash_libsecp_nonce(secret: &SecretKey, hash: &B256) -> Signature {
     SIGNING.with(|cell| {
-        let mut ctx = cell.borrow_mut();
-        ctx.randomise();
+        let ctx = cell.borrow();
         let (recid, rs) = ctx
             .secp
             .sign_ecdsa_recoverable(Message::from_digest(hash.0), secret)
             .serialize_compact();
         Signature::from_bytes_and_parity(&rs, i32::from(recid) == 1)
     })
+}
+
+/// Signs with a context randomised just for this signature: the cost that the per-thread context
+/// avoids (kept for the benchmark that measures the choice).
+pub fn sign_prehash_fresh_blinding(secret: &SecretKey, hash: &B256) -> Signature {
+    SIGNING.with(|cell| cell.borrow_mut().randomise());
+    sign_prehash(secret, hash)
 }
 
 /// Recovers the signer's uncompressed public key and address from a hash and a signature.

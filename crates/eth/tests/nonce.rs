@@ -1,0 +1,61 @@
+//! Our RFC 6979 nonce function against RustCrypto's `rfc6979` (retries included) and against
+//! libsecp256k1's built-in one (whole signatures).
+
+use alloy_primitives::{B256, U256};
+use chainsig_eth::rfc6979::nonce;
+use chainsig_eth::signing::{sign_prehash, sign_prehash_libsecp_nonce};
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use sha2::Sha256;
+
+const ORDER_HEX: &str = "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141";
+
+fn random_message(rng: &mut ChaCha20Rng) -> [u8; 32] {
+    let mut m: [u8; 32] = rng.gen();
+    if rng.gen_bool(0.25) {
+        // At or above n: the message must be reduced first (bits2octets).
+        m[..15].fill(0xff);
+    }
+    m
+}
+
+#[test]
+fn matches_rustcrypto_hmac_drbg_with_retries() {
+    let order = U256::from_str_radix(ORDER_HEX, 16).unwrap();
+    let no_modulus = rfc6979::bigint::U256::MAX;
+    let mut rng = ChaCha20Rng::seed_from_u64(6979);
+    for _ in 0..1000 {
+        let secret: [u8; 32] = rng.gen();
+        let message = random_message(&mut rng);
+        let reduced: [u8; 32] = (U256::from_be_bytes(message) % order).to_be_bytes();
+        // With the modulus 2^256 - 1 every DRBG output is a candidate, so successive calls are
+        // attempts 0, 1, 2 of RFC 6979 §3.2 h.
+        let mut theirs = rfc6979::KGenerator::<Sha256, _>::new(&secret, &reduced, b"", &no_modulus);
+        for attempt in 0..3 {
+            let mut expected = [0u8; 32];
+            theirs.fill_next_k(&mut expected);
+            let mut ours = [0u8; 32];
+            nonce(&secret, &message, attempt, &mut ours);
+            assert_eq!(ours, expected, "attempt {attempt}");
+        }
+    }
+}
+
+#[test]
+fn signatures_match_libsecp256k1_builtin_nonce() {
+    let mut rng = ChaCha20Rng::seed_from_u64(6980);
+    let mut done = 0;
+    while done < 3000 {
+        let mut bytes = [0u8; 32];
+        rng.fill_bytes(&mut bytes);
+        let Ok(secret) = secp256k1::SecretKey::from_byte_array(bytes) else {
+            continue;
+        };
+        let hash = B256::from(random_message(&mut rng));
+        assert_eq!(
+            sign_prehash(&secret, &hash),
+            sign_prehash_libsecp_nonce(&secret, &hash)
+        );
+        done += 1;
+    }
+}
