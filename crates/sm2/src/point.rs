@@ -143,18 +143,23 @@ impl Jacobian {
 
     /// self + q, any inputs (variable time; 11M + 5S).
     pub(crate) fn add_vartime(&self, q: &Jacobian) -> Jacobian {
+        self.add_cached_vartime(&CachedJacobian::new(q))
+    }
+
+    /// self + q with q's Z² and Z³ precomputed (variable time; 10M + 4S with them).
+    #[inline(always)]
+    pub(crate) fn add_cached_vartime(&self, q: &CachedJacobian) -> Jacobian {
         if self.is_infinity() {
-            return *q;
+            return q.point;
         }
-        if q.is_infinity() {
+        if q.point.is_infinity() {
             return *self;
         }
         let z1z1 = self.z.square();
-        let z2z2 = q.z.square();
-        let u1 = self.x.mul(&z2z2);
-        let u2 = q.x.mul(&z1z1);
-        let s1 = self.y.mul(&q.z).mul(&z2z2);
-        let s2 = q.y.mul(&self.z).mul(&z1z1);
+        let u1 = self.x.mul(&q.zz);
+        let u2 = q.point.x.mul(&z1z1);
+        let s1 = self.y.mul(&q.zzz);
+        let s2 = q.point.y.mul(&self.z).mul(&z1z1);
         let h = u2.sub(&u1);
         let r = s2.sub(&s1).double();
         if h.is_zero() {
@@ -168,7 +173,13 @@ impl Jacobian {
         let v = u1.mul(&i);
         let x3 = r.square().sub(&j).sub(&v.double());
         let y3 = r.mul(&v.sub(&x3)).sub(&s1.mul(&j).double());
-        let z3 = self.z.add(&q.z).square().sub(&z1z1).sub(&z2z2).mul(&h);
+        let z3 = self
+            .z
+            .add(&q.point.z)
+            .square()
+            .sub(&z1z1)
+            .sub(&q.zz)
+            .mul(&h);
         Jacobian {
             x: x3,
             y: y3,
@@ -194,6 +205,33 @@ impl Jacobian {
             x: Fe::select(mask, &a.x, &b.x),
             y: Fe::select(mask, &a.y, &b.y),
             z: Fe::select(mask, &a.z, &b.z),
+        }
+    }
+}
+
+/// A Jacobian point with Z² and Z³ kept, for a table that is added many times.
+#[derive(Clone, Copy)]
+pub(crate) struct CachedJacobian {
+    point: Jacobian,
+    zz: Fe,
+    zzz: Fe,
+}
+
+impl CachedJacobian {
+    fn new(point: &Jacobian) -> CachedJacobian {
+        let zz = point.z.square();
+        CachedJacobian {
+            point: *point,
+            zz,
+            zzz: zz.mul(&point.z),
+        }
+    }
+
+    fn neg(&self) -> CachedJacobian {
+        CachedJacobian {
+            point: self.point.neg(),
+            zz: self.zz,
+            zzz: self.zzz,
         }
     }
 }
@@ -311,10 +349,12 @@ pub(crate) fn lincomb_vartime(s: &Limbs, t: &Limbs, p: &Affine) -> Jacobian {
     let t_digits = wnaf(t, P_WINDOW);
 
     let pj = p.to_jacobian();
-    let p2 = pj.double();
-    let mut p_table = [pj; 1 << (P_WINDOW - 2)];
-    for i in 1..p_table.len() {
-        p_table[i] = p_table[i - 1].add_vartime(&p2);
+    let p2 = CachedJacobian::new(&pj.double());
+    let mut multiple = pj;
+    let mut p_table = [CachedJacobian::new(&pj); 1 << (P_WINDOW - 2)];
+    for entry in p_table.iter_mut().skip(1) {
+        multiple = multiple.add_cached_vartime(&p2);
+        *entry = CachedJacobian::new(&multiple);
     }
 
     let top = (0..257)
@@ -330,9 +370,9 @@ pub(crate) fn lincomb_vartime(s: &Limbs, t: &Limbs, p: &Affine) -> Jacobian {
         }
         let d = t_digits[i];
         if d > 0 {
-            acc = acc.add_vartime(&p_table[(d / 2) as usize]);
+            acc = acc.add_cached_vartime(&p_table[(d / 2) as usize]);
         } else if d < 0 {
-            acc = acc.add_vartime(&p_table[(-d / 2) as usize].neg());
+            acc = acc.add_cached_vartime(&p_table[(-d / 2) as usize].neg());
         }
         let d = s_digits[i];
         if d > 0 {
