@@ -306,6 +306,21 @@ impl NttMultiplier {
                         *x = csub(u + t, two_q);
                         *y = csub(u + two_q - t, two_q);
                     }
+                } else if layer.radix == 3 {
+                    let c = &layer.forward[blk * 6..blk * 6 + 6];
+                    let (s0, rest) = block.split_at_mut(sub);
+                    let (s1, s2) = rest.split_at_mut(sub);
+                    for ((x, y), z) in s0.iter_mut().zip(s1.iter_mut()).zip(s2.iter_mut()) {
+                        let (a0, a1, a2) = (*x, *y, *z);
+                        let child = |t1: Twiddle, t2: Twiddle| {
+                            let v =
+                                a0 + mul_shoup(a1, t1, self.prime) + mul_shoup(a2, t2, self.prime);
+                            csub(csub(v, 2 * two_q), two_q)
+                        };
+                        *x = child(c[0], c[1]);
+                        *y = child(c[2], c[3]);
+                        *z = child(c[4], c[5]);
+                    }
                 } else {
                     let r = layer.radix;
                     let consts = &layer.forward[blk * r * (r - 1)..(blk + 1) * r * (r - 1)];
@@ -358,6 +373,22 @@ impl NttMultiplier {
                         let (c0, c1) = (*x, *y);
                         *x = csub(c0 + c1, two_q);
                         *y = mul_shoup(c0 + two_q - c1, tw, self.prime);
+                    }
+                } else if layer.radix == 3 {
+                    let k = &layer.inverse[blk * 6..blk * 6 + 6];
+                    let (s0, rest) = block.split_at_mut(sub);
+                    let (s1, s2) = rest.split_at_mut(sub);
+                    let reduce = |v: u32| csub(csub(v, 2 * two_q), two_q);
+                    for ((x, y), z) in s0.iter_mut().zip(s1.iter_mut()).zip(s2.iter_mut()) {
+                        let (c0, c1, c2) = (*x, *y, *z);
+                        let part = |t0: Twiddle, t1: Twiddle, t2: Twiddle| {
+                            mul_shoup(c0, t0, self.prime)
+                                + mul_shoup(c1, t1, self.prime)
+                                + mul_shoup(c2, t2, self.prime)
+                        };
+                        *x = reduce(c0 + c1 + c2);
+                        *y = reduce(part(k[0], k[1], k[2]));
+                        *z = reduce(part(k[3], k[4], k[5]));
                     }
                 } else {
                     let r = layer.radix;

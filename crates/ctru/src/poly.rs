@@ -63,6 +63,23 @@ pub fn schoolbook_mul_mod_q2(p: &Params, a: &[i32], b: &[i32]) -> Vec<i32> {
 /// the divstep iteration (Bernstein–Yang) on the reversed polynomials, with masked swaps and no
 /// data-dependent branches. R_q is a field, so every nonzero `a` is invertible.
 pub fn invert_mod_q(p: &Params, a: &[i32]) -> (Vec<i32>, bool) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        return unsafe { invert_avx2(p, a) };
+    }
+    invert_portable(p, a)
+}
+
+/// The same loops compiled for AVX2, so the coefficient updates vectorise.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn invert_avx2(p: &Params, a: &[i32]) -> (Vec<i32>, bool) {
+    invert_portable(p, a)
+}
+
+#[inline(always)]
+fn invert_portable(p: &Params, a: &[i32]) -> (Vec<i32>, bool) {
     let n = p.n;
     assert_eq!(a.len(), n, "inverse needs n coefficients");
     let m = SmallModulus::new(p.q);
@@ -151,6 +168,17 @@ mod tests {
             let one = schoolbook_mul_mod_q(p, &a, &inv);
             assert_eq!(one[0], 1);
             assert!(one[1..].iter().all(|&c| c == 0));
+        }
+    }
+
+    #[test]
+    fn vectorised_and_portable_inversion_agree() {
+        for set in ParamSet::ALL {
+            let p = set.params();
+            let a: Vec<i32> = (0..p.n as i32)
+                .map(|i| (i * i + 3 * i + 1) % 7 - 3)
+                .collect();
+            assert_eq!(invert_mod_q(p, &a), invert_portable(p, &a));
         }
     }
 
