@@ -4,11 +4,8 @@
 //! Each size is run once to warm up, then `--repeats` times; the median is reported.
 
 use crate::backends;
-use chainsig_core::record::{Payload, VerifyRecord, DEFAULT_SM2_ID};
 use chainsig_core::{Algorithm, Batch, PreparedItem};
-use chainsig_cpu::generate::{record, GenSpec};
-use chainsig_cpu::prepare::Preparer;
-use rayon::prelude::*;
+use chainsig_cpu::generate::{prepared_items, GenSpec};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -130,31 +127,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
 /// `n` distinct prepared items (10% corrupted) and the verdict each should get.
 fn signed_items(alg: Algorithm, n: usize) -> (Vec<PreparedItem>, Vec<bool>) {
-    let spec = GenSpec {
-        alg,
-        seed: 0xbe7c4,
-        invalid_ratio: 0.1,
-        msg_len: 64,
-    };
-    let preparer = Preparer::new();
-    let pairs: Vec<(PreparedItem, bool)> = (0..n as u64)
-        .into_par_iter()
-        .filter_map(|i| {
-            let g = record(&spec, i);
-            let rec = VerifyRecord {
-                alg,
-                pubkey: g.pubkey.clone(),
-                payload: Payload::Digest(g.digest),
-                r: g.sig[..32].try_into().expect("32 bytes"),
-                s: g.sig[32..].try_into().expect("32 bytes"),
-                sm2_id: DEFAULT_SM2_ID.to_vec(),
-            };
-            // Every generated key decodes; keep the filter so a surprise cannot abort a benchmark.
-            preparer
-                .prepare(&rec)
-                .ok()
-                .map(|item| (item, g.expect_valid()))
-        })
-        .collect();
-    pairs.into_iter().unzip()
+    prepared_items(
+        &GenSpec {
+            alg,
+            seed: 0xbe7c4,
+            invalid_ratio: 0.1,
+            msg_len: 64,
+        },
+        n,
+    )
 }

@@ -1,8 +1,6 @@
 //! Per-core verification and signing cost of each algorithm (criterion; one thread).
-use chainsig_core::record::{Payload, VerifyRecord, DEFAULT_SM2_ID};
 use chainsig_core::{Algorithm, Batch};
-use chainsig_cpu::generate::{record, GenSpec};
-use chainsig_cpu::prepare::Preparer;
+use chainsig_cpu::generate::{prepared_items, record, GenSpec};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn bench(c: &mut Criterion) {
@@ -13,21 +11,7 @@ fn bench(c: &mut Criterion) {
             invalid_ratio: 0.0,
             msg_len: 64,
         };
-        let prep = Preparer::new();
-        let items: Vec<_> = (0..256)
-            .map(|i| {
-                let g = record(&spec, i);
-                let rec = VerifyRecord {
-                    alg,
-                    pubkey: g.pubkey,
-                    payload: Payload::Digest(g.digest),
-                    r: g.sig[..32].try_into().unwrap(),
-                    s: g.sig[32..].try_into().unwrap(),
-                    sm2_id: DEFAULT_SM2_ID.to_vec(),
-                };
-                prep.prepare(&rec).unwrap()
-            })
-            .collect();
+        let (items, _) = prepared_items(&spec, 256);
         let batch = Batch::from_results(alg, false, items.iter().map(|i| Ok(*i)));
         let mut n = 0usize;
         c.bench_function(&format!("{alg}/verify"), |b| {

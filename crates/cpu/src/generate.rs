@@ -3,11 +3,13 @@
 //! Record `i` of a run depends only on (seed, i): each record draws from its own ChaCha stream, so
 //! the same seed gives the same file whatever the thread count, and records can be made in parallel.
 
-use chainsig_core::record::DEFAULT_SM2_ID;
-use chainsig_core::{hash, Algorithm};
+use crate::prepare::Preparer;
+use chainsig_core::record::{Payload, VerifyRecord, DEFAULT_SM2_ID};
+use chainsig_core::{hash, Algorithm, PreparedItem};
 use p256::ecdsa::signature::hazmat::PrehashSigner;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 /// How a record was spoiled (or not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +57,44 @@ impl GeneratedRecord {
     pub fn expect_valid(&self) -> bool {
         self.corruption == Corruption::None
     }
+
+    /// The record as `verify` decodes it: carrying the message (hashed during preparation) or
+    /// only its digest.
+    pub fn to_verify_record(&self, with_message: bool) -> VerifyRecord {
+        let payload = if with_message {
+            Payload::Message {
+                msg: self.msg.clone(),
+                hash: self.alg.default_hash(),
+            }
+        } else {
+            Payload::Digest(self.digest)
+        };
+        let (r, s) = self.sig.split_at(32);
+        VerifyRecord {
+            alg: self.alg,
+            pubkey: self.pubkey.clone(),
+            payload,
+            r: r.try_into().expect("32 bytes"),
+            s: s.try_into().expect("32 bytes"),
+            sm2_id: DEFAULT_SM2_ID.to_vec(),
+        }
+    }
+}
+
+/// Records `0..n` of `spec`, prepared for a batch (in parallel), with the verdict each should get.
+pub fn prepared_items(spec: &GenSpec, n: usize) -> (Vec<PreparedItem>, Vec<bool>) {
+    let preparer = Preparer::new();
+    let pairs: Vec<(PreparedItem, bool)> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| {
+            let g = record(spec, i);
+            let item = preparer
+                .prepare(&g.to_verify_record(false))
+                .expect("generated keys are valid");
+            (item, g.expect_valid())
+        })
+        .collect();
+    pairs.into_iter().unzip()
 }
 
 /// Parameters of a generated data set.

@@ -3,7 +3,7 @@
 //! SM2 against RustCrypto `sm2`, secp256k1 against RustCrypto `k256`, P-256 against `ring`.
 //! The records go through the whole verify path: decoding, preparation, batching, the backend.
 
-use chainsig_core::record::{Payload, VerifyRecord, DEFAULT_SM2_ID};
+use chainsig_core::record::DEFAULT_SM2_ID;
 use chainsig_core::Algorithm;
 use chainsig_cpu::generate::{record, Corruption, GenSpec, GeneratedRecord};
 use chainsig_cpu::pipeline::{verify_records, Verdict};
@@ -56,25 +56,6 @@ fn reference_verdict(rec: &GeneratedRecord) -> bool {
     }
 }
 
-fn to_record(rec: &GeneratedRecord, hashed_by_us: bool) -> VerifyRecord {
-    let payload = if hashed_by_us {
-        Payload::Message {
-            msg: rec.msg.clone(),
-            hash: rec.alg.default_hash(),
-        }
-    } else {
-        Payload::Digest(rec.digest)
-    };
-    VerifyRecord {
-        alg: rec.alg,
-        pubkey: rec.pubkey.clone(),
-        payload,
-        r: rec.sig[..32].try_into().unwrap(),
-        s: rec.sig[32..].try_into().unwrap(),
-        sm2_id: DEFAULT_SM2_ID.to_vec(),
-    }
-}
-
 fn cross_check(alg: Algorithm) {
     let spec = GenSpec {
         alg,
@@ -87,7 +68,7 @@ fn cross_check(alg: Algorithm) {
     let records: Vec<_> = generated
         .iter()
         .enumerate()
-        .map(|(i, g)| Ok(to_record(g, i % 2 == 0)))
+        .map(|(i, g)| Ok(g.to_verify_record(i % 2 == 0)))
         .collect();
     let registry = cpu_registry();
     let preparer = Preparer::new();
