@@ -219,8 +219,26 @@ pub fn run(cmd: EthCommand) -> anyhow::Result<ExitCode> {
         EthCommand::Bench { count } => {
             let key = PrivateKey::from_bytes(&[0x46; 32])?;
             bench_single(&key, count.min(10_000)); // warm up caches and the thread's context
-            let stats = bench_single(&key, count);
-            println!("eth bench (1 thread, EIP-1559): {}", stats.summary());
+                                                   // Batches of 2,000: on a shared machine the fastest batch shows the undisturbed speed.
+            const BATCH: u64 = 2_000;
+            let mut total = bench_single(&key, count.min(BATCH));
+            let mut best = total.rate();
+            let mut left = count.saturating_sub(BATCH);
+            while left > 0 {
+                let batch = bench_single(&key, left.min(BATCH));
+                best = best.max(batch.rate());
+                total.count += batch.count;
+                total.elapsed += batch.elapsed;
+                total
+                    .latency_ns
+                    .add(&batch.latency_ns)
+                    .expect("same histogram bounds");
+                left -= batch.count;
+            }
+            println!(
+                "eth bench (1 thread, EIP-1559): {}; fastest {BATCH}-tx batch {best:.0} tx/s",
+                total.summary()
+            );
             Ok(ExitCode::SUCCESS)
         }
         EthCommand::KeystoreEncrypt {

@@ -9,7 +9,10 @@
 //! multiplication, nearly as much as the signature itself, so we do not pay it per signature
 //! (secp256k1 0.33's context-free API does, which is why this crate pins 0.31 and owns its contexts).
 //! Each thread owns one signing context, randomised from the OS generator when the thread first
-//! signs and again every [`RERANDOMISE_EVERY`] signatures. Randomisation never changes a signature:
+//! signs and again every [`RERANDOMISE_EVERY`] signatures. Measured with the criterion bench
+//! (`sign_prehash_context_blinded_per_thread` against `…_rerandomised_per_signature`, 2-core
+//! machine, load 3): 34.5 µs against 57.9 µs per signature, so re-randomising every time would cost
+//! about 68 % more; once per 4,096 signatures it costs about 0.02 %. Randomisation never changes a signature:
 //! nonces are RFC 6979 and libsecp256k1 always returns the low-s form.
 
 use alloy_primitives::{Address, Signature, B256, U256};
