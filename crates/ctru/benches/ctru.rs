@@ -36,6 +36,13 @@ fn polymul(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("ntt_forward_only", p.n), |bench| {
             bench.iter(|| m.forward(black_box(&mut t)))
         });
+        group.bench_function(BenchmarkId::new("ntt_inverse_only", p.n), |bench| {
+            bench.iter(|| m.inverse_unscaled(black_box(&mut t)))
+        });
+        let u = t.clone();
+        group.bench_function(BenchmarkId::new("ntt_pointwise_only", p.n), |bench| {
+            bench.iter(|| m.pointwise(black_box(&mut t), black_box(&u)))
+        });
     }
     group.finish();
 }

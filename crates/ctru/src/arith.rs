@@ -7,8 +7,8 @@
 #[derive(Debug, Clone, Copy)]
 pub struct SmallModulus {
     q: i32,
-    /// ⌊2^32 / q⌋.
-    mu: i64,
+    /// ⌊2^32 / q⌋ (fits in 31 bits; kept as i32 so the product is a 32×32→64 multiply).
+    mu: i32,
 }
 
 /// All-ones when x < 0, else 0.
@@ -22,7 +22,7 @@ impl SmallModulus {
     pub const fn new(q: i32) -> Self {
         SmallModulus {
             q,
-            mu: (1i64 << 32) / q as i64,
+            mu: ((1i64 << 32) / q as i64) as i32,
         }
     }
 
@@ -35,7 +35,7 @@ impl SmallModulus {
     #[inline(always)]
     pub fn reduce(&self, x: i32) -> i32 {
         // The estimate is ⌊x/q⌋ or off by one in either direction, so r starts in [−q, 2q).
-        let estimate = ((x as i64 * self.mu) >> 32) as i32;
+        let estimate = ((x as i64 * self.mu as i64) >> 32) as i32;
         let mut r = x.wrapping_sub(estimate.wrapping_mul(self.q));
         r += self.q & negative_mask(r);
         r -= self.q;
@@ -53,7 +53,7 @@ impl SmallModulus {
     /// ⌊x / q⌋ for 0 ≤ x < 2^31.
     #[inline(always)]
     pub fn div_floor(&self, x: i32) -> i32 {
-        let mut estimate = ((x as i64 * self.mu) >> 32) as i32;
+        let mut estimate = ((x as i64 * self.mu as i64) >> 32) as i32;
         let r = x - estimate * self.q;
         // r ∈ [0, 2q): add one when r ≥ q.
         estimate += 1 + negative_mask(r - self.q);

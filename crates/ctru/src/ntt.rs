@@ -190,7 +190,10 @@ impl NttMultiplier {
             block_len /= radix;
             exponents = children;
         }
-        assert!(block_len <= 8, "leaf sums must stay below Q·2^32");
+        assert!(
+            matches!(block_len, 3 | 5 | 7 | 8),
+            "leaf length without a product routine"
+        );
         assert!(34 * q64 < 1 << 32, "leaf sums must stay below Q·2^32");
         let mont = (1u64 << 32) % q64;
         let leaf_zeta_mont = exponents
@@ -418,33 +421,66 @@ impl NttMultiplier {
     pub fn pointwise(&self, a: &mut [u32], b: &[u32]) {
         assert_eq!(a.len(), self.len, "transform length");
         assert_eq!(b.len(), self.len, "transform length");
-        let bl = self.leaf_len;
-        let mut prod = [0u64; 16];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { self.pointwise_avx2(a, b) };
+        }
+        self.pointwise_portable(a, b)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn pointwise_avx2(&self, a: &mut [u32], b: &[u32]) {
+        self.pointwise_portable(a, b)
+    }
+
+    #[inline(always)]
+    fn pointwise_portable(&self, a: &mut [u32], b: &[u32]) {
+        // A fixed leaf size lets the compiler unroll the small products completely.
+        match self.leaf_len {
+            3 => self.pointwise_fixed::<3>(a, b),
+            5 => self.pointwise_fixed::<5>(a, b),
+            7 => self.pointwise_fixed::<7>(a, b),
+            8 => self.pointwise_fixed::<8>(a, b),
+            other => unreachable!("leaf length {other} has no product routine"),
+        }
+    }
+
+    #[inline(always)]
+    fn pointwise_fixed<const B: usize>(&self, a: &mut [u32], b: &[u32]) {
         for ((x, y), &zeta) in a
-            .chunks_exact_mut(bl)
-            .zip(b.chunks_exact(bl))
+            .chunks_exact_mut(B)
+            .zip(b.chunks_exact(B))
             .zip(&self.leaf_zeta_mont)
         {
-            prod[..2 * bl - 1].fill(0);
-            for (i, &xi) in x.iter().enumerate() {
-                for (j, &yj) in y.iter().enumerate() {
-                    // At most 7 terms below 4Q² each: the sum stays below Q·2^32.
-                    prod[i + j] += xi as u64 * yj as u64;
+            let x: &mut [u32; B] = x.try_into().expect("chunk of B");
+            let y: &[u32; B] = y.try_into().expect("chunk of B");
+            // prod[k] for k < B, and high[k] = prod[k + B] for k < B − 1. At most 8 terms below 4Q²
+            // each: every sum stays below Q·2^32, as Montgomery reduction needs.
+            let mut low = [0u64; B];
+            let mut high = [0u64; B];
+            for i in 0..B {
+                for j in 0..B {
+                    let t = x[i] as u64 * y[j] as u64;
+                    if i + j < B {
+                        low[i + j] += t;
+                    } else {
+                        high[i + j - B] += t;
+                    }
                 }
             }
-            for k in 0..bl {
-                let mut acc = prod[k];
-                if k + bl < 2 * bl - 1 {
-                    // redc(·)·ζ·2^32 ≡ prod[k + b]·ζ: x^b = ζ in this leaf.
-                    acc += self.redc(prod[k + bl]) as u64 * zeta as u64;
-                }
-                x[k] = self.redc(acc);
+            for k in 0..B {
+                // redc(·)·ζ·2^32 ≡ prod[k + B]·ζ: x^B = ζ in this leaf.
+                let folded = low[k] + self.redc(high[k]) as u64 * zeta as u64;
+                x[k] = self.redc(folded);
             }
         }
     }
 
     /// The folded product of a centered large operand and a small one, as exact integers, provided
     /// n·max|a|·max|b| < Q/2 (the callers check this).
+    #[inline(always)]
     fn exact_folded(&self, a_centered: &[i32], b: &[i8]) -> Vec<i32> {
         let lift = |v: i32| -> u32 { (v + (self.prime as i32 & (v >> 31))) as u32 };
         let mut ta = vec![0u32; self.len];
@@ -455,10 +491,10 @@ impl NttMultiplier {
         for (t, &v) in tb.iter_mut().zip(b) {
             *t = lift(v as i32);
         }
-        self.forward(&mut ta);
-        self.forward(&mut tb);
-        self.pointwise(&mut ta, &tb);
-        self.inverse_unscaled(&mut ta);
+        self.forward_portable(&mut ta);
+        self.forward_portable(&mut tb);
+        self.pointwise_portable(&mut ta, &tb);
+        self.inverse_portable(&mut ta);
         let half = (self.prime / 2) as i32;
         let linear: Vec<i32> = ta[..2 * self.n - 1]
             .iter()
@@ -501,19 +537,51 @@ impl NttMultiplier {
     /// `b` must satisfy |b_i| ≤ [`Self::small_limit_q`] (η always does).
     pub fn mul_mod_q(&self, a: &[i32], b: &[i8]) -> Result<Vec<i32>, Error> {
         self.check(a, b, self.small_limit_q())?;
-        let m = crate::arith::SmallModulus::new(self.q);
-        let centered: Vec<i32> = a.iter().map(|&v| m.center(v)).collect();
-        Ok(self
-            .exact_folded(&centered, b)
-            .into_iter()
-            .map(|v| m.reduce(v))
-            .collect())
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return Ok(unsafe { self.mul_mod_q_avx2(a, b) });
+        }
+        Ok(self.mul_mod_q_portable(a, b))
     }
 
     /// a·b mod (x^n − x − 1, q2), coefficients in [0, q2). `a` may hold any integers (taken mod q2);
     /// `b` must satisfy |b_i| ≤ [`Self::small_limit_q2`] (every unpacked secret key does).
     pub fn mul_mod_q2(&self, a: &[i32], b: &[i8]) -> Result<Vec<i32>, Error> {
         self.check(a, b, self.small_limit_q2())?;
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return Ok(unsafe { self.mul_mod_q2_avx2(a, b) });
+        }
+        Ok(self.mul_mod_q2_portable(a, b))
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn mul_mod_q_avx2(&self, a: &[i32], b: &[i8]) -> Vec<i32> {
+        self.mul_mod_q_portable(a, b)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn mul_mod_q2_avx2(&self, a: &[i32], b: &[i8]) -> Vec<i32> {
+        self.mul_mod_q2_portable(a, b)
+    }
+
+    #[inline(always)]
+    fn mul_mod_q_portable(&self, a: &[i32], b: &[i8]) -> Vec<i32> {
+        let m = crate::arith::SmallModulus::new(self.q);
+        let centered: Vec<i32> = a.iter().map(|&v| m.center(v)).collect();
+        let mut out = self.exact_folded(&centered, b);
+        for v in out.iter_mut() {
+            *v = m.reduce(*v);
+        }
+        out
+    }
+
+    #[inline(always)]
+    fn mul_mod_q2_portable(&self, a: &[i32], b: &[i8]) -> Vec<i32> {
         let mask = self.q2 - 1;
         let half = self.q2 / 2;
         let centered: Vec<i32> = a
@@ -523,11 +591,11 @@ impl NttMultiplier {
                 r - (self.q2 & ((half - 1 - r) >> 31))
             })
             .collect();
-        Ok(self
-            .exact_folded(&centered, b)
-            .into_iter()
-            .map(|v| v & mask)
-            .collect())
+        let mut out = self.exact_folded(&centered, b);
+        for v in out.iter_mut() {
+            *v &= mask;
+        }
+        out
     }
 }
 
