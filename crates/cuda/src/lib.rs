@@ -4,8 +4,11 @@
 //! architecture and cached on disk; the curve constants are generated from `chainsig_core::curve`.
 //! The same arithmetic is compiled for the host by build.rs so CI checks it without a GPU.
 
+pub mod backend;
 pub mod codegen;
 pub mod host;
+pub mod kernel;
+pub mod sweep;
 pub mod testdata;
 
 /// How s·G + t·P is computed.

@@ -220,9 +220,10 @@ pub fn generate(
     let mut pool = vec![key_from_scalar(Scalar::ONE), key_from_scalar(-Scalar::ONE)];
     pool.push(key_from_scalar(random_scalar(&mut rng)));
     pool.swap(0, 2); // keys[0] is an ordinary key; keys[1] has P = -G, keys[2] has P = G
-    while pool.len() < keys.max(4) {
-        pool.push(key_from_scalar(random_scalar(&mut rng)));
-    }
+    let scalars: Vec<Scalar> = (pool.len()..keys.max(4))
+        .map(|_| random_scalar(&mut rng))
+        .collect();
+    pool.par_extend(scalars.into_par_iter().map(key_from_scalar));
     let mut records = edge_cases(&pool, &mut rng);
     records.truncate(count);
     let rest = count - records.len();

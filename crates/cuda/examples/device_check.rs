@@ -1,0 +1,275 @@
+//! The GPU machine's run: fresh random SM2 records (about 10% corrupted, plus edge cases), verdicts
+//! of every kernel configuration compared with the CPU reference (RustCrypto `sm2`), the async
+//! submit/confirm path checked, then the benchmark sweep. Writes CSV/JSON into $OUT (or ./out).
+//!
+//! Usage: device_check [--count N] [--quick]
+
+use chainsig_core::algorithm::Algorithm;
+use chainsig_core::batch::{Batch, PreparedItem};
+use chainsig_core::bitmap::Bitmap;
+use chainsig_cuda::backend::{CudaBackend, CudaConfig};
+use chainsig_cuda::kernel::{self, KernelConfig};
+use chainsig_cuda::sweep::{self, SweepRow};
+use chainsig_cuda::{host, testdata};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mut count = 1usize << 20;
+    let mut quick = false;
+    let mut i = 1;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--count" => {
+                count = args
+                    .get(i + 1)
+                    .and_then(|v| v.parse().ok())
+                    .expect("--count N");
+                i += 1;
+            }
+            "--quick" => quick = true,
+            other => panic!("unknown argument {other}"),
+        }
+        i += 1;
+    }
+    let out = std::path::PathBuf::from(std::env::var("OUT").unwrap_or_else(|_| "out".into()));
+    std::fs::create_dir_all(&out).expect("create output folder");
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+
+    let t = Instant::now();
+    let (records, verdicts) = testdata::generate(count, 4096, 100, seed);
+    let valid = verdicts.iter().filter(|v| **v).count();
+    println!(
+        "generated {count} records (seed {seed}): {valid} valid, {} invalid by the reference, in {:.1} s",
+        count - valid,
+        t.elapsed().as_secs_f64()
+    );
+    let mut batch = Batch::with_capacity(Algorithm::Sm2, false, count);
+    for r in &records {
+        batch.push(&PreparedItem {
+            e: r.e,
+            r: r.r,
+            s: r.s,
+            px: r.px,
+            py: r.py,
+        });
+    }
+    let expected = Bitmap::from_bools(verdicts.iter().copied());
+
+    // 0. Compile (or load from the cache) every kernel the run needs, in parallel.
+    let plan_all = sweep::standard_plan(count);
+    {
+        use rayon::prelude::*;
+        let ctx = cudarc::driver::CudaContext::new(0).expect("open device 0");
+        let (major, minor) = ctx.compute_capability().expect("compute capability");
+        let arch = format!("sm_{major}{minor}");
+        let mut kernels = KernelConfig::all();
+        for p in &plan_all {
+            if !kernels.contains(&p.config.kernel) {
+                kernels.push(p.config.kernel);
+            }
+        }
+        let t = Instant::now();
+        let compiled: Vec<_> = kernels
+            .par_iter()
+            .map(|k| {
+                (
+                    k.name(),
+                    kernel::compile_config(&chainsig_core::curve::SM2, k, &arch),
+                )
+            })
+            .collect();
+        for (name, c) in &compiled {
+            match c {
+                Ok(c) => {
+                    for r in kernel::parse_resources(&c.log) {
+                        println!(
+                            "{name:44} cached={} {:3} regs {:4} B stack spills {}+{}",
+                            c.from_cache, r.registers, r.stack_bytes, r.spill_stores, r.spill_loads
+                        );
+                    }
+                }
+                Err(e) => println!("{name}: not compiled: {}", e.lines().next().unwrap_or("")),
+            }
+        }
+        println!(
+            "{} kernels ready for {arch} in {:.1} s",
+            kernels.len(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+
+    // 1. Every configuration, whole set, against the reference.
+    let mut correctness = Vec::new();
+    let mut all_ok = true;
+    for k in KernelConfig::all() {
+        let cfg = CudaConfig {
+            kernel: k,
+            streams: 8,
+            ..CudaConfig::default()
+        };
+        let t = Instant::now();
+        let backend = CudaBackend::new(cfg).unwrap_or_else(|e| panic!("open {}: {e}", k.name()));
+        let open_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let map = chainsig_core::backend::Backend::verify_batch(&backend, &batch).expect("verify");
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let mismatches = (0..count)
+            .filter(|&i| map.get(i) != expected.get(i))
+            .count();
+        all_ok &= mismatches == 0;
+        let res = backend.resources().first().cloned();
+        println!(
+            "{:40} mismatches {mismatches:7} / {count}  ({ms:8.2} ms, open {open_s:.2} s, cached {}, regs {:?})",
+            k.name(),
+            backend.loaded_from_cache(),
+            res.as_ref().map(|r| r.registers)
+        );
+        correctness.push(serde_json::json!({
+            "kernel": k.name(), "records": count, "valid": valid, "mismatches": mismatches,
+            "ms": ms, "resources": res,
+        }));
+    }
+    // 2. Async submit/confirm, several batches in flight, first come first served.
+    let backend = CudaBackend::new(CudaConfig::default()).expect("default backend");
+    let sizes = [4096usize, 172032, 65536, 1000];
+    let batches: Vec<Arc<Batch>> = sizes
+        .iter()
+        .map(|&n| Arc::new(sweep::prefix(&batch, n.min(count))))
+        .collect();
+    let tickets: Vec<_> = batches
+        .iter()
+        .map(|b| backend.submit(b.clone()).expect("submit"))
+        .collect();
+    for (ticket, b) in tickets.into_iter().zip(&batches) {
+        let map = ticket.confirm().expect("confirm");
+        let ok = (0..b.len()).all(|i| map.get(i) == expected.get(i));
+        all_ok &= ok;
+        println!(
+            "submit/confirm batch of {:7}: {}",
+            b.len(),
+            if ok { "verdicts equal" } else { "MISMATCH" }
+        );
+        correctness.push(serde_json::json!({"submit_confirm": b.len(), "equal": ok}));
+    }
+    std::fs::write(
+        out.join("correctness.json"),
+        serde_json::to_string_pretty(&correctness).unwrap(),
+    )
+    .unwrap();
+    if !all_ok {
+        eprintln!("VERDICTS DIFFER FROM THE CPU REFERENCE");
+        std::process::exit(1);
+    }
+    println!("all {count} verdicts equal the CPU reference in every configuration");
+
+    // 3. Multiplications per verification (counted by the host build of the same kernels).
+    let table = host::build_gtable().expect("table");
+    let mut mults = Vec::new();
+    for k in KernelConfig::all().into_iter().filter(|k| !k.row_major) {
+        host::mul_count_reset();
+        let mut n = 0u64;
+        for (r, _) in records.iter().zip(&verdicts).filter(|(_, v)| **v).take(64) {
+            host::verify(k.mode, k.inversion, k.compress, &r.host_words(), &table);
+            n += 1;
+        }
+        mults.push((k, host::mul_count() as f64 / n as f64));
+    }
+
+    // 4. The sweep.
+    let mut plan = plan_all;
+    if quick {
+        plan.retain(|p| p.batch == 172032 || p.batch == 4096);
+    }
+    let t = Instant::now();
+    let rows = sweep::run_sweep(&plan, &batch, &expected, |r: &SweepRow| {
+        println!(
+            "{:22} {:8?} {:6?} ck={} rows={} K={:2} B={:4} regs={:3} spill={} n={:8}  e2e {:9.3} ms {:12.0}/s  kernel {}",
+            r.experiment, r.mode, r.inversion, r.compress as u8, r.row_major as u8, r.streams, r.block_size, r.registers, r.spill_bytes, r.batch,
+            r.e2e_ms, r.e2e_per_s,
+            r.kernel_per_s.map(|v| format!("{v:12.0}/s")).unwrap_or_default()
+        );
+    })
+    .expect("sweep");
+    println!(
+        "sweep of {} points in {:.1} s",
+        rows.len(),
+        t.elapsed().as_secs_f64()
+    );
+    std::fs::write(out.join("sweep.csv"), sweep::to_csv(&rows)).unwrap();
+    let mults_json: Vec<_> = mults
+        .iter()
+        .map(|(k, m)| serde_json::json!({"kernel": k.name(), "field_mults_per_verification": m}))
+        .collect();
+    std::fs::write(
+        out.join("sweep.json"),
+        serde_json::to_string_pretty(
+            &serde_json::json!({"seed": seed, "records": count, "rows": rows, "mults": mults_json}),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+
+    // 5. Summary.
+    println!("\n== summary ==");
+    for (k, m) in &mults {
+        println!(
+            "{:40} {m:7.0} field multiplications / verification",
+            k.name()
+        );
+    }
+    for mode in [
+        chainsig_cuda::Mode::Fast,
+        chainsig_cuda::Mode::Paper,
+        chainsig_cuda::Mode::Separate,
+    ] {
+        if let Some(best) = rows
+            .iter()
+            .filter(|r| r.mode == mode)
+            .max_by(|a, b| a.e2e_per_s.total_cmp(&b.e2e_per_s))
+        {
+            println!(
+                "{mode:?}: best end to end {:.3e}/s ({} K={} B={} n={}, {:.3} ms)",
+                best.e2e_per_s,
+                best.experiment,
+                best.streams,
+                best.block_size,
+                best.batch,
+                best.e2e_ms
+            );
+        }
+        if let Some(best) = rows
+            .iter()
+            .filter(|r| r.mode == mode && r.kernel_per_s.is_some())
+            .max_by(|a, b| a.kernel_per_s.unwrap().total_cmp(&b.kernel_per_s.unwrap()))
+        {
+            let m = mults
+                .iter()
+                .find(|(k, _)| {
+                    k.mode == mode && k.compress == best.compress && k.inversion == best.inversion
+                })
+                .map(|(_, m)| *m)
+                .unwrap_or(0.0);
+            println!(
+                "{mode:?}: best kernel only {:.3e}/s (B={} n={}); {:.0} mults each = {:.2e} field mults/s",
+                best.kernel_per_s.unwrap(), best.block_size, best.batch, m, best.kernel_per_s.unwrap() * m
+            );
+        }
+        for n in [4096usize, 172032] {
+            if let Some(best) = rows
+                .iter()
+                .filter(|r| r.mode == mode && r.batch == n)
+                .min_by(|a, b| a.e2e_ms.total_cmp(&b.e2e_ms))
+            {
+                println!(
+                    "{mode:?}: lowest latency at {n}: {:.3} ms (K={}, B={})",
+                    best.e2e_ms, best.streams, best.block_size
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,717 @@
+//! The CUDA backend: device open, module load, fixed-base table upload, and the pipeline that cuts
+//! a batch into chunks over K streams (pinned staging → async copy in → kernel → async copy of the
+//! bitmap words out → event), so copies and kernels of different chunks overlap.
+//!
+//! Raw driver calls (through cudarc's `result` layer) are used for buffers and events: the batch
+//! pipeline manages its own synchronisation, so cudarc's per-buffer event tracking is not wanted.
+
+use crate::host;
+use crate::kernel::{self, KernelConfig, Resources};
+use chainsig_core::algorithm::Algorithm;
+use chainsig_core::backend::{Backend, BackendError};
+use chainsig_core::batch::{Batch, LIMBS, OPERANDS, PY};
+use chainsig_core::bitmap::Bitmap;
+use cudarc::driver::{
+    result, sys, CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg,
+};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
+
+/// Name under which the backend registers.
+pub const NAME: &str = "cuda";
+
+/// Switches of the CUDA backend; the default is the fast mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CudaConfig {
+    pub kernel: KernelConfig,
+    /// CUDA streams the batch is spread over (1 to 16).
+    pub streams: usize,
+    /// Threads per block, a multiple of 64 up to 1024.
+    pub block_size: u32,
+    /// Items per chunk; None cuts the batch into `streams` equal chunks.
+    pub chunk_items: Option<usize>,
+    /// CUDA device ordinal.
+    pub device: usize,
+}
+
+impl Default for CudaConfig {
+    fn default() -> Self {
+        CudaConfig {
+            kernel: KernelConfig {
+                mode: crate::Mode::Fast,
+                inversion: crate::Inversion::Euclid,
+                compress: true,
+                row_major: false,
+                max_registers: None,
+            },
+            streams: 4,
+            block_size: 128,
+            chunk_items: None,
+            device: 0,
+        }
+    }
+}
+
+impl CudaConfig {
+    fn validate(&self) -> Result<(), String> {
+        if !(1..=16).contains(&self.streams) {
+            return Err(format!("streams must be 1..=16, got {}", self.streams));
+        }
+        if self.block_size == 0 || self.block_size % 64 != 0 || self.block_size > 1024 {
+            return Err(format!(
+                "block_size must be a multiple of 64 up to 1024, got {}",
+                self.block_size
+            ));
+        }
+        if self.chunk_items == Some(0) {
+            return Err("chunk_items must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+fn unavailable(reason: impl Into<String>) -> BackendError {
+    BackendError::Unavailable {
+        backend: NAME.into(),
+        reason: reason.into(),
+    }
+}
+
+fn device_err(what: &str, e: impl std::fmt::Debug) -> BackendError {
+    BackendError::Device {
+        backend: NAME.into(),
+        reason: format!("{what}: {e:?}"),
+    }
+}
+
+/// Whether a CUDA driver library can be loaded here (cudarc would panic on first use otherwise).
+pub fn driver_available() -> bool {
+    cudarc::get_lib_name_candidates("cuda")
+        .iter()
+        // SAFETY: loading libcuda runs no initialisation with preconditions.
+        .any(|name| unsafe { libloading::Library::new(name) }.is_ok())
+}
+
+/// Page-locked host memory from cuMemHostAlloc.
+struct Pinned<T: Copy> {
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T: Copy> Pinned<T> {
+    fn new(len: usize) -> Result<Self, BackendError> {
+        let bytes = len.max(1) * std::mem::size_of::<T>();
+        // SAFETY: plain page-locked allocation; the memory is only read after being written.
+        let ptr = unsafe { result::malloc_host(bytes, 0) }
+            .map_err(|e| device_err("cuMemHostAlloc", e))?;
+        Ok(Pinned {
+            ptr: ptr as *mut T,
+            len: len.max(1),
+        })
+    }
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: ptr holds len elements for the life of self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+    fn as_slice(&self) -> &[T] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: Copy> Drop for Pinned<T> {
+    fn drop(&mut self) {
+        // SAFETY: ptr came from cuMemHostAlloc and is freed once.
+        let _ = unsafe { result::free_host(self.ptr as *mut std::ffi::c_void) };
+    }
+}
+
+/// Device memory from cuMemAlloc.
+struct DevBuf {
+    ptr: sys::CUdeviceptr,
+}
+
+impl DevBuf {
+    fn new(bytes: usize) -> Result<Self, BackendError> {
+        // SAFETY: plain allocation.
+        let ptr = unsafe { result::malloc_sync(bytes.max(4)) }
+            .map_err(|e| device_err("cuMemAlloc", e))?;
+        Ok(DevBuf { ptr })
+    }
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        // SAFETY: ptr came from cuMemAlloc; all work using it has been synchronised.
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
+}
+
+struct Event(sys::CUevent);
+
+impl Event {
+    fn new(timing: bool) -> Result<Self, BackendError> {
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        result::event::create(flags)
+            .map(Event)
+            .map_err(|e| device_err("cuEventCreate", e))
+    }
+    fn record(&self, s: &CudaStream) -> Result<(), BackendError> {
+        // SAFETY: both handles are live.
+        unsafe { result::event::record(self.0, s.cu_stream()) }
+            .map_err(|e| device_err("cuEventRecord", e))
+    }
+    fn sync(&self) -> Result<(), BackendError> {
+        // SAFETY: live event.
+        unsafe { result::event::synchronize(self.0) }
+            .map_err(|e| device_err("cuEventSynchronize", e))
+    }
+    fn elapsed_ms(&self, end: &Event) -> Result<f32, BackendError> {
+        // SAFETY: both recorded and completed.
+        unsafe { result::event::elapsed(self.0, end.0) }
+            .map_err(|e| device_err("cuEventElapsedTime", e))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: destroyed once.
+        let _ = unsafe { result::event::destroy(self.0) };
+    }
+}
+
+/// One stream's buffers. `pending` is the chunk whose bitmap words are in flight to `pin_out`.
+struct Slot {
+    stream: Arc<CudaStream>,
+    pin_in: Pinned<u32>,
+    pin_out: Pinned<u64>,
+    dev_in: DevBuf,
+    dev_out: DevBuf,
+    done: Event,
+    pending: Option<(usize, usize)>, // (first item, items)
+}
+
+struct Engine {
+    ctx: Arc<CudaContext>,
+    func: CudaFunction,
+    gtab: DevBuf,
+    slots: Vec<Slot>,
+    cfg: CudaConfig,
+}
+
+// SAFETY: the raw pointers in Engine's buffers are only touched while the Mutex is held.
+unsafe impl Send for Engine {}
+
+/// Words per item in the device layout.
+fn rows(k: &KernelConfig) -> usize {
+    if k.compress {
+        4 * LIMBS
+    } else {
+        OPERANDS * LIMBS
+    }
+}
+
+/// Device-layout words for a chunk of `m` items padded to `mp`.
+fn chunk_words(k: &KernelConfig, mp: usize) -> usize {
+    if k.row_major {
+        mp * (rows(k) + usize::from(k.compress))
+    } else {
+        rows(k) * mp + if k.compress { mp / 32 } else { 0 }
+    }
+}
+
+/// Copies items [i0, i0 + m) of the batch into `dst` in the kernel's layout (padded stride mp).
+fn stage(batch: &Batch, k: &KernelConfig, i0: usize, m: usize, mp: usize, dst: &mut [u32]) {
+    use rayon::prelude::*;
+    let src = batch.words();
+    let stride = batch.stride();
+    let nrows = rows(k);
+    if k.row_major {
+        let width = nrows + usize::from(k.compress);
+        dst[..m * width]
+            .par_chunks_mut(width)
+            .enumerate()
+            .for_each(|(i, row)| {
+                for r in 0..nrows {
+                    row[r] = src[r * stride + i0 + i];
+                }
+                if k.compress {
+                    row[nrows] = src[(PY * LIMBS) * stride + i0 + i] & 1;
+                }
+            });
+        return;
+    }
+    let (cols, parity) = dst.split_at_mut(nrows * mp);
+    let copy = |(r, d): (usize, &mut [u32])| {
+        d[..m].copy_from_slice(&src[r * stride + i0..r * stride + i0 + m])
+    };
+    if m >= 16384 {
+        cols.par_chunks_mut(mp).enumerate().for_each(copy);
+    } else {
+        cols.chunks_mut(mp).enumerate().for_each(copy);
+    }
+    if k.compress {
+        let py0 = &src[(PY * LIMBS) * stride + i0..(PY * LIMBS) * stride + i0 + m];
+        for (w, out) in parity[..mp / 32].iter_mut().enumerate() {
+            let mut bits = 0u32;
+            for b in 0..32 {
+                if let Some(y) = py0.get(w * 32 + b) {
+                    bits |= (y & 1) << b;
+                }
+            }
+            *out = bits;
+        }
+    }
+}
+
+/// Kernel-only timing of one launch over a whole batch already on the device.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct KernelTiming {
+    pub ms: f32,
+}
+
+impl Engine {
+    fn open(cfg: CudaConfig) -> Result<(Engine, Vec<Resources>, bool), BackendError> {
+        cfg.validate().map_err(unavailable)?;
+        if !driver_available() {
+            return Err(unavailable(
+                "no CUDA driver (libcuda.so) found on this machine",
+            ));
+        }
+        let ctx = CudaContext::new(cfg.device)
+            .map_err(|e| unavailable(format!("cannot open CUDA device {}: {e:?}", cfg.device)))?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| device_err("compute capability", e))?;
+        let arch = format!("sm_{major}{minor}");
+        let compiled = kernel::compile_config(&chainsig_core::curve::SM2, &cfg.kernel, &arch)
+            .map_err(unavailable)?;
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
+            .map_err(|e| device_err("cuModuleLoadData", e))?;
+        let func = module
+            .load_function(&cfg.kernel.name())
+            .map_err(|e| device_err("cuModuleGetFunction", e))?;
+        let max_threads = func
+            .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+            .map_err(|e| device_err("cuFuncGetAttribute", e))?;
+        if cfg.block_size as i32 > max_threads {
+            return Err(unavailable(format!(
+                "block_size {} exceeds the {max_threads} threads per block this kernel's registers allow",
+                cfg.block_size
+            )));
+        }
+        // The fixed-base table, built by the kernels' own arithmetic on the host and checked on-curve.
+        let table = gtable()?;
+        let gtab = DevBuf::new(table.len() * 4)?;
+        // SAFETY: gtab holds exactly table.len() words; synchronous copy.
+        unsafe { result::memcpy_htod_sync(gtab.ptr, table) }
+            .map_err(|e| device_err("upload table", e))?;
+        let mut slots = Vec::new();
+        for _ in 0..cfg.streams {
+            slots.push(Slot {
+                stream: ctx
+                    .new_stream()
+                    .map_err(|e| device_err("cuStreamCreate", e))?,
+                pin_in: Pinned::new(1)?,
+                pin_out: Pinned::new(1)?,
+                dev_in: DevBuf::new(4)?,
+                dev_out: DevBuf::new(8)?,
+                done: Event::new(false)?,
+                pending: None,
+            });
+        }
+        let res = kernel::parse_resources(&compiled.log);
+        Ok((
+            Engine {
+                ctx,
+                func,
+                gtab,
+                slots,
+                cfg,
+            },
+            res,
+            compiled.from_cache,
+        ))
+    }
+
+    fn chunk_len(&self, len: usize) -> usize {
+        let c = self
+            .cfg
+            .chunk_items
+            .unwrap_or_else(|| len.div_ceil(self.cfg.streams));
+        c.max(1).next_multiple_of(64)
+    }
+
+    fn harvest(slot: &mut Slot, words: &mut [u64]) -> Result<(), BackendError> {
+        if let Some((i0, m)) = slot.pending.take() {
+            slot.done.sync()?;
+            let w0 = i0 / 64;
+            let n = m.div_ceil(64);
+            words[w0..w0 + n].copy_from_slice(&slot.pin_out.as_slice()[..n]);
+        }
+        Ok(())
+    }
+
+    fn verify(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+        let len = batch.len();
+        let mut words = vec![0u64; len.div_ceil(64)];
+        if len == 0 {
+            return Ok(Bitmap::from_words(words, 0));
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| device_err("bind context", e))?;
+        let chunk = self.chunk_len(len);
+        let k = self.cfg.kernel;
+        let block = self.cfg.block_size;
+        let nslots = self.slots.len();
+        for (c, i0) in (0..len).step_by(chunk).enumerate() {
+            let m = chunk.min(len - i0);
+            let mp = m.next_multiple_of(64);
+            let grid = (mp as u32).div_ceil(block);
+            let out_words = (grid * block / 64) as usize;
+            let in_words = chunk_words(&k, mp);
+            let slot = &mut self.slots[c % nslots];
+            Self::harvest(slot, &mut words)?;
+            if slot.pin_in.len < in_words {
+                slot.pin_in = Pinned::new(in_words)?;
+                slot.dev_in = DevBuf::new(in_words * 4)?;
+            }
+            if slot.pin_out.len < out_words {
+                slot.pin_out = Pinned::new(out_words)?;
+                slot.dev_out = DevBuf::new(out_words * 8)?;
+            }
+            stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice());
+            let s = slot.stream.cu_stream();
+            // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers are not
+            // touched again until `done` has completed (harvest syncs on it first).
+            unsafe {
+                result::memcpy_htod_async(slot.dev_in.ptr, &slot.pin_in.as_slice()[..in_words], s)
+                    .map_err(|e| device_err("copy in", e))?;
+            }
+            let (din, dout, gt) = (slot.dev_in.ptr, slot.dev_out.ptr, self.gtab.ptr);
+            let (stride, count) = (mp as u32, m as u32);
+            let cfg = LaunchConfig {
+                grid_dim: (grid, 1, 1),
+                block_dim: (block, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = slot.stream.launch_builder(&self.func);
+            b.arg(&din).arg(&stride).arg(&count).arg(&gt).arg(&dout);
+            // SAFETY: argument types match the kernel's (u64 pointers, u32 stride and count).
+            unsafe { b.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
+            // SAFETY: as for the copy in.
+            unsafe {
+                result::memcpy_dtoh_async(&mut slot.pin_out.as_mut_slice()[..out_words], dout, s)
+                    .map_err(|e| device_err("copy out", e))?;
+            }
+            slot.done.record(&slot.stream)?;
+            slot.pending = Some((i0, m));
+        }
+        for slot in &mut self.slots {
+            Self::harvest(slot, &mut words)?;
+        }
+        Ok(Bitmap::from_words(words, len))
+    }
+
+    /// Times the kernel alone over the whole batch on the device (no transfers), median of `reps`.
+    fn kernel_only(&mut self, batch: &Batch, reps: usize) -> Result<(f32, Bitmap), BackendError> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| device_err("bind context", e))?;
+        let len = batch.len();
+        let k = self.cfg.kernel;
+        let mp = len.next_multiple_of(64);
+        let block = self.cfg.block_size;
+        let grid = (mp as u32).div_ceil(block);
+        let out_words = (grid * block / 64) as usize;
+        let mut host_in = vec![0u32; chunk_words(&k, mp)];
+        stage(batch, &k, 0, len, mp, &mut host_in);
+        let din = DevBuf::new(host_in.len() * 4)?;
+        let dout = DevBuf::new(out_words * 8)?;
+        // SAFETY: sizes as allocated.
+        unsafe { result::memcpy_htod_sync(din.ptr, &host_in) }
+            .map_err(|e| device_err("copy in", e))?;
+        let stream = &self.slots[0].stream;
+        let (start, end) = (Event::new(true)?, Event::new(true)?);
+        let mut times = Vec::new();
+        for _ in 0..reps.max(1) + 1 {
+            start.record(stream)?;
+            let (a, st, cnt, gt, o) = (din.ptr, mp as u32, len as u32, self.gtab.ptr, dout.ptr);
+            let cfg = LaunchConfig {
+                grid_dim: (grid, 1, 1),
+                block_dim: (block, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = stream.launch_builder(&self.func);
+            b.arg(&a).arg(&st).arg(&cnt).arg(&gt).arg(&o);
+            // SAFETY: argument types match the kernel.
+            unsafe { b.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
+            end.record(stream)?;
+            end.sync()?;
+            times.push(start.elapsed_ms(&end)?);
+        }
+        times.remove(0); // warm-up
+        times.sort_by(|a, b| a.total_cmp(b));
+        let mut out = vec![0u64; out_words];
+        // SAFETY: sizes as allocated; the stream has finished.
+        unsafe { result::memcpy_dtoh_sync(&mut out, dout.ptr) }
+            .map_err(|e| device_err("copy out", e))?;
+        out.truncate(len.div_ceil(64));
+        Ok((times[times.len() / 2], Bitmap::from_words(out, len)))
+    }
+}
+
+fn gtable() -> Result<&'static [u32], BackendError> {
+    static TABLE: std::sync::OnceLock<Result<Vec<u32>, String>> = std::sync::OnceLock::new();
+    TABLE
+        .get_or_init(host::build_gtable)
+        .as_deref()
+        .map_err(|e| BackendError::Device {
+            backend: NAME.into(),
+            reason: e.clone(),
+        })
+}
+
+type Job = (Arc<Batch>, mpsc::Sender<Result<Bitmap, BackendError>>);
+
+/// SM2 batch verification on a CUDA GPU.
+pub struct CudaBackend {
+    engine: Arc<Mutex<Engine>>,
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    resources: Vec<Resources>,
+    from_cache: bool,
+    cfg: CudaConfig,
+}
+
+/// A submitted batch; `confirm` waits for its verdicts.
+pub struct Ticket {
+    rx: mpsc::Receiver<Result<Bitmap, BackendError>>,
+}
+
+impl Ticket {
+    /// Waits for the batch's verdict bitmap.
+    pub fn confirm(self) -> Result<Bitmap, BackendError> {
+        self.rx
+            .recv()
+            .unwrap_or_else(|_| Err(device_err("worker", "the verification worker stopped")))
+    }
+}
+
+impl CudaBackend {
+    /// Opens the device, compiles (or loads from the cache) the configured kernel and uploads the
+    /// fixed-base table. Fails with `Unavailable` when there is no driver, GPU or NVRTC.
+    pub fn new(cfg: CudaConfig) -> Result<Self, BackendError> {
+        let (engine, resources, from_cache) = Engine::open(cfg)?;
+        Ok(CudaBackend {
+            engine: Arc::new(Mutex::new(engine)),
+            jobs: Mutex::new(None),
+            resources,
+            from_cache,
+            cfg,
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &CudaConfig {
+        &self.cfg
+    }
+
+    /// ptxas's report on the loaded kernel (registers, stack, spills).
+    pub fn resources(&self) -> &[Resources] {
+        &self.resources
+    }
+
+    /// Whether the kernel came from the disk cache.
+    pub fn loaded_from_cache(&self) -> bool {
+        self.from_cache
+    }
+
+    /// Queues a batch; batches are verified first come, first served by one worker thread.
+    pub fn submit(&self, batch: Arc<Batch>) -> Result<Ticket, BackendError> {
+        check_batch(&batch)?;
+        let (tx, rx) = mpsc::channel();
+        let mut jobs = self
+            .jobs
+            .lock()
+            .map_err(|_| device_err("submit", "poisoned lock"))?;
+        if jobs.is_none() {
+            let (jtx, jrx) = mpsc::channel::<Job>();
+            let engine = self.engine.clone();
+            std::thread::Builder::new()
+                .name("chainsig-cuda-worker".into())
+                .spawn(move || {
+                    for (batch, reply) in jrx {
+                        let r = match engine.lock() {
+                            Ok(mut e) => e.verify(&batch),
+                            Err(_) => Err(device_err("worker", "poisoned lock")),
+                        };
+                        let _ = reply.send(r);
+                    }
+                })
+                .map_err(|e| device_err("spawn worker", e))?;
+            *jobs = Some(jtx);
+        }
+        jobs.as_ref()
+            .expect("worker started above")
+            .send((batch, tx))
+            .map_err(|_| device_err("submit", "the verification worker stopped"))?;
+        Ok(Ticket { rx })
+    }
+
+    /// Kernel-only time (ms, median of `reps` after a warm-up) over the whole batch, data already on
+    /// the GPU, and the verdicts of that launch.
+    pub fn time_kernel(&self, batch: &Batch, reps: usize) -> Result<(f32, Bitmap), BackendError> {
+        check_batch(batch)?;
+        self.engine
+            .lock()
+            .map_err(|_| device_err("time", "poisoned lock"))?
+            .kernel_only(batch, reps)
+    }
+
+    /// End-to-end verification with wall-clock time in milliseconds.
+    pub fn verify_timed(&self, batch: &Batch) -> Result<(Bitmap, f64), BackendError> {
+        check_batch(batch)?;
+        let mut e = self
+            .engine
+            .lock()
+            .map_err(|_| device_err("verify", "poisoned lock"))?;
+        let t = Instant::now();
+        let map = e.verify(batch)?;
+        Ok((map, t.elapsed().as_secs_f64() * 1e3))
+    }
+}
+
+fn check_batch(batch: &Batch) -> Result<(), BackendError> {
+    if batch.alg() != Algorithm::Sm2 {
+        return Err(BackendError::Unsupported {
+            backend: NAME.into(),
+            what: batch.alg().to_string(),
+        });
+    }
+    if batch.low_s() {
+        return Err(BackendError::Unsupported {
+            backend: NAME.into(),
+            what: "the low-s rule (ECDSA only)".into(),
+        });
+    }
+    Ok(())
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn supports(&self, alg: Algorithm) -> bool {
+        alg == Algorithm::Sm2
+    }
+
+    fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
+        check_batch(batch)?;
+        self.engine
+            .lock()
+            .map_err(|_| device_err("verify", "poisoned lock"))?
+            .verify(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chainsig_core::batch::PreparedItem;
+
+    fn batch(n: usize) -> Batch {
+        let mut b = Batch::with_capacity(Algorithm::Sm2, false, n);
+        for i in 0..n {
+            let mut it = PreparedItem::default();
+            it.e[31] = i as u8;
+            it.r[0] = 1;
+            it.px[31] = (i * 3) as u8;
+            it.py[31] = (i % 3) as u8; // parity alternates irregularly
+            b.push(&it);
+        }
+        b
+    }
+
+    #[test]
+    fn staging_layouts_place_every_word() {
+        let b = batch(150);
+        let (i0, m) = (64usize, 86usize);
+        let mp = m.next_multiple_of(64);
+        for compress in [false, true] {
+            for row_major in [false, true] {
+                let k = KernelConfig {
+                    mode: crate::Mode::Fast,
+                    inversion: crate::Inversion::Euclid,
+                    compress,
+                    row_major,
+                    max_registers: None,
+                };
+                let mut dst = vec![0xdead_beefu32; chunk_words(&k, mp)];
+                stage(&b, &k, i0, m, mp, &mut dst);
+                let nrows = rows(&k);
+                for i in 0..m {
+                    let item = i0 + i;
+                    for r in 0..nrows {
+                        let want = b.words()[r * b.stride() + item];
+                        let got = if row_major {
+                            dst[i * (nrows + usize::from(compress)) + r]
+                        } else {
+                            dst[r * mp + i]
+                        };
+                        assert_eq!(
+                            got, want,
+                            "row {r} item {item} compress={compress} row_major={row_major}"
+                        );
+                    }
+                    if compress {
+                        let parity = (item % 3) as u32 & 1;
+                        let got = if row_major {
+                            dst[i * (nrows + 1) + nrows]
+                        } else {
+                            (dst[nrows * mp + i / 32] >> (i % 32)) & 1
+                        };
+                        assert_eq!(got, parity, "parity of item {item}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_configurations_are_refused_by_name() {
+        let mut c = CudaConfig {
+            streams: 17,
+            ..CudaConfig::default()
+        };
+        assert!(c.validate().unwrap_err().contains("streams"));
+        c.streams = 4;
+        c.block_size = 96;
+        assert!(c.validate().unwrap_err().contains("block_size"));
+        c.block_size = 128;
+        c.chunk_items = Some(0);
+        assert!(c.validate().unwrap_err().contains("chunk_items"));
+    }
+
+    #[test]
+    fn no_driver_means_a_clear_unavailable_error() {
+        if driver_available() {
+            eprintln!("skipped: a CUDA driver is present here");
+            return;
+        }
+        match CudaBackend::new(CudaConfig::default()) {
+            Err(BackendError::Unavailable { backend, reason }) => {
+                assert_eq!(backend, NAME);
+                assert!(reason.contains("CUDA driver"), "{reason}");
+            }
+            Err(e) => panic!("wrong error: {e}"),
+            Ok(_) => panic!("opened a CUDA device without a driver"),
+        }
+    }
+}

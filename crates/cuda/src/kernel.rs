@@ -1,0 +1,309 @@
+//! Kernel source assembly, NVRTC compilation for the device's architecture, and the on-disk cache.
+//!
+//! The source is the generated curve header followed by the kernels/ files and one instantiation
+//! line per configuration; it is compiled straight to CUBIN (`--gpu-architecture=sm_XY`), so the
+//! driver never JIT-compiles PTX, and the CUBIN is cached under a hash of source, options and arch.
+
+use crate::codegen;
+use crate::{Inversion, Mode};
+use chainsig_core::curve::CurveParams;
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+const TYPES: &str = include_str!("../kernels/cs_types.h");
+const ARITH: &str = include_str!("../kernels/cs_arith.cuh");
+const VERIFY: &str = include_str!("../kernels/cs_verify.cuh");
+const KERNELS: &str = include_str!("../kernels/cs_kernels.cuh");
+
+/// The compile-time switches of one kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct KernelConfig {
+    pub mode: Mode,
+    pub inversion: Inversion,
+    /// Public keys sent as x and a parity bit; y recovered on the GPU.
+    pub compress: bool,
+    /// Item-major ("array of structures") input instead of column-major; an ablation only.
+    pub row_major: bool,
+    /// Register cap per thread (`--maxrregcount`), trading registers for occupancy; None: ptxas's choice.
+    pub max_registers: Option<u32>,
+}
+
+impl KernelConfig {
+    /// The kernel's symbol name.
+    pub fn name(&self) -> String {
+        let mode = match self.mode {
+            Mode::Paper => "paper",
+            Mode::Separate => "separate",
+            Mode::Fast => "fast",
+        };
+        let inv = match self.inversion {
+            Inversion::Euclid => "euclid",
+            Inversion::Fermat => "fermat",
+        };
+        let cap = self
+            .max_registers
+            .map(|r| format!("_r{r}"))
+            .unwrap_or_default();
+        format!(
+            "cs_verify_{mode}_{inv}_{}_{}{cap}",
+            if self.compress { "ckey" } else { "fullkey" },
+            if self.row_major { "rows" } else { "cols" }
+        )
+    }
+
+    fn instantiate(&self) -> String {
+        format!(
+            "CS_INSTANTIATE({}, {}, {}, {}, {})\n",
+            self.name(),
+            self.mode.code(),
+            self.inversion.code(),
+            i32::from(self.compress),
+            i32::from(self.row_major)
+        )
+    }
+
+    /// Every distinct combination of the switches (modes × inversions × key forms × layouts).
+    pub fn all() -> Vec<KernelConfig> {
+        let mut v = Vec::new();
+        for mode in [Mode::Fast, Mode::Paper, Mode::Separate] {
+            for inversion in [Inversion::Euclid, Inversion::Fermat] {
+                if mode == Mode::Fast && inversion == Inversion::Fermat {
+                    continue; // the fast mode compares without inverting: one kernel serves both
+                }
+                for compress in [true, false] {
+                    for row_major in [false, true] {
+                        v.push(KernelConfig {
+                            mode,
+                            inversion,
+                            compress,
+                            row_major,
+                            max_registers: None,
+                        });
+                    }
+                }
+            }
+        }
+        v
+    }
+}
+
+/// Full CUDA C++ source for the given configurations of one curve.
+pub fn source(
+    curve: &CurveParams,
+    configs: &[KernelConfig],
+) -> Result<String, codegen::CodegenError> {
+    let mut s = String::new();
+    s.push_str(TYPES);
+    s.push('\n');
+    s.push_str(&codegen::curve_header(curve)?);
+    for part in [ARITH, VERIFY, KERNELS] {
+        s.push('\n');
+        s.push_str(part);
+    }
+    s.push('\n');
+    for c in configs {
+        s.push_str(&c.instantiate());
+    }
+    Ok(s)
+}
+
+/// NVRTC options for an architecture such as "sm_90".
+pub fn options(arch: &str) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".into(),
+        "--ptxas-options=-v".into(),
+    ]
+}
+
+/// A compiled module and what ptxas said about it.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub cubin: Vec<u8>,
+    pub log: String,
+    pub from_cache: bool,
+}
+
+/// Registers, stack and spills of one kernel, read from the ptxas report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Resources {
+    pub kernel: String,
+    pub registers: u32,
+    pub stack_bytes: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+}
+
+fn number_before(line: &str, marker: &str) -> Option<u32> {
+    let idx = line.find(marker)?;
+    line[..idx].split_whitespace().last()?.parse().ok()
+}
+
+/// Parses ptxas `-v` output ("Compiling entry function 'x'", "N bytes stack frame, N bytes spill
+/// stores, N bytes spill loads", "Used N registers").
+pub fn parse_resources(log: &str) -> Vec<Resources> {
+    let mut out: Vec<Resources> = Vec::new();
+    for line in log.lines() {
+        if let Some(pos) = line.find("Compiling entry function '") {
+            let rest = &line[pos + "Compiling entry function '".len()..];
+            let name = rest.split('\'').next().unwrap_or("").to_string();
+            out.push(Resources {
+                kernel: name,
+                registers: 0,
+                stack_bytes: 0,
+                spill_stores: 0,
+                spill_loads: 0,
+            });
+        } else if let Some(cur) = out.last_mut() {
+            if let Some(v) = number_before(line, "bytes stack frame") {
+                cur.stack_bytes = v;
+            }
+            if let Some(v) = number_before(line, "bytes spill stores") {
+                cur.spill_stores = v;
+            }
+            if let Some(v) = number_before(line, "bytes spill loads") {
+                cur.spill_loads = v;
+            }
+            if let Some(v) = number_before(line, "registers") {
+                cur.registers = v;
+            }
+        }
+    }
+    out
+}
+
+/// Where compiled kernels are kept: `$CHAINSIG_CACHE_DIR`, else `$XDG_CACHE_HOME/chainsig`, else
+/// `~/.cache/chainsig`.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("CHAINSIG_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("chainsig"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("chainsig"))
+}
+
+/// The cache key: SHA-256 over source, options and architecture.
+pub fn cache_key(src: &str, opts: &[String], arch: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(src.as_bytes());
+    for o in opts {
+        h.update([0u8]);
+        h.update(o.as_bytes());
+    }
+    h.update([1u8]);
+    h.update(arch.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether the NVRTC library can be loaded here (cudarc would panic on first use otherwise).
+pub fn nvrtc_available() -> bool {
+    cudarc::get_lib_name_candidates("nvrtc")
+        .iter()
+        // SAFETY: loading NVRTC runs no initialisation code with preconditions.
+        .any(|name| unsafe { libloading::Library::new(name) }.is_ok())
+}
+
+/// Compiles with NVRTC (no cache).
+pub fn compile_uncached(src: &str, opts: &[String]) -> Result<Compiled, String> {
+    use cudarc::nvrtc::{result, sys};
+    if !nvrtc_available() {
+        return Err("the NVRTC library (libnvrtc.so) cannot be loaded: install the CUDA toolkit or the nvidia-cuda-nvrtc wheel and put its lib/ on LD_LIBRARY_PATH".into());
+    }
+    let csrc =
+        std::ffi::CString::new(src).map_err(|_| "kernel source holds a NUL byte".to_string())?;
+    let prog =
+        result::create_program(&csrc, None).map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?;
+    // SAFETY: prog was created above and is destroyed exactly once below.
+    let compiled = unsafe { result::compile_program(prog, opts) };
+    // SAFETY: as above.
+    let log_raw = unsafe { result::get_program_log(prog) }.unwrap_or_default();
+    let log = {
+        let bytes: Vec<u8> = log_raw
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let out = match compiled {
+        Err(e) => Err(format!("NVRTC compilation failed ({e:?}):\n{log}")),
+        Ok(()) => {
+            let mut size = 0usize;
+            // SAFETY: prog compiled successfully; the buffer has the size NVRTC reports.
+            unsafe {
+                let r = sys::nvrtcGetCUBINSize(prog, &mut size);
+                if r != sys::nvrtcResult::NVRTC_SUCCESS || size == 0 {
+                    let _ = result::destroy_program(prog);
+                    return Err(format!(
+                        "nvrtcGetCUBINSize: {r:?} (was an sm_XY architecture given?)"
+                    ));
+                }
+                let mut cubin = vec![0u8; size];
+                let r = sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr() as *mut std::ffi::c_char);
+                if r != sys::nvrtcResult::NVRTC_SUCCESS {
+                    let _ = result::destroy_program(prog);
+                    return Err(format!("nvrtcGetCUBIN: {r:?}"));
+                }
+                Ok(Compiled {
+                    cubin,
+                    log,
+                    from_cache: false,
+                })
+            }
+        }
+    };
+    // SAFETY: prog is valid and not used after this.
+    let _ = unsafe { result::destroy_program(prog) };
+    out
+}
+
+/// Compiles through the disk cache: a hit needs no NVRTC at all.
+pub fn compile_cached(src: &str, arch: &str) -> Result<Compiled, String> {
+    compile_cached_with(src, arch, options(arch))
+}
+
+/// As [`compile_cached`] with explicit options.
+pub fn compile_cached_with(src: &str, arch: &str, opts: Vec<String>) -> Result<Compiled, String> {
+    let key = cache_key(src, &opts, arch);
+    let dir = cache_dir();
+    if let Some(dir) = &dir {
+        let bin = dir.join(format!("{key}.cubin"));
+        if let Ok(cubin) = std::fs::read(&bin) {
+            let log = std::fs::read_to_string(dir.join(format!("{key}.log"))).unwrap_or_default();
+            return Ok(Compiled {
+                cubin,
+                log,
+                from_cache: true,
+            });
+        }
+    }
+    let compiled = compile_uncached(src, &opts)?;
+    if let Some(dir) = &dir {
+        // The cache is an optimisation: failing to write it is not an error.
+        if std::fs::create_dir_all(dir).is_ok() {
+            let tmp = dir.join(format!("{key}.cubin.{}", std::process::id()));
+            if std::fs::write(&tmp, &compiled.cubin).is_ok() {
+                let _ = std::fs::write(dir.join(format!("{key}.log")), &compiled.log);
+                let _ = std::fs::rename(&tmp, dir.join(format!("{key}.cubin")));
+            }
+        }
+    }
+    Ok(compiled)
+}
+
+/// Compiles (or loads from the cache) the module holding the one kernel of `cfg` for `arch`, the
+/// unit the backend loads.
+pub fn compile_config(
+    curve: &CurveParams,
+    cfg: &KernelConfig,
+    arch: &str,
+) -> Result<Compiled, String> {
+    let src = source(curve, &[*cfg]).map_err(|e| e.0)?;
+    let mut opts = options(arch);
+    if let Some(r) = cfg.max_registers {
+        opts.push(format!("--maxrregcount={r}"));
+    }
+    compile_cached_with(&src, arch, opts)
+}
