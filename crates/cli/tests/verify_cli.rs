@@ -171,6 +171,26 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn cuda_backend_says_why_it_cannot_run() {
+    let gen = chainsig(&["gen", "--alg", "sm2", "--count", "3"], "");
+    let out = chainsig(
+        &["verify", "--backend", "cuda"],
+        std::str::from_utf8(&gen.stdout).unwrap(),
+    );
+    if out.status.success() {
+        // A GPU is present: the verdicts must be there.
+        assert_eq!(json_lines(&out.stdout).len(), 3);
+    } else {
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("backend cuda is unavailable"), "{err}");
+        // auto falls back to the CPU.
+        let auto = chainsig(&["verify"], std::str::from_utf8(&gen.stdout).unwrap());
+        assert_eq!(json_lines(&auto.stdout).len(), 3);
+    }
+}
+
+#[test]
 fn summary_only_and_low_s() {
     // libsecp256k1 makes low-s signatures; their high-s twins pass plain ECDSA but not --low-s.
     let gen = chainsig(
