@@ -2,7 +2,8 @@
 //! of every kernel configuration compared with the CPU reference (RustCrypto `sm2`), the async
 //! submit/confirm path checked, then the benchmark sweep. Writes CSV/JSON into $OUT (or ./out).
 //!
-//! Usage: device_check [--count N] [--quick]
+//! Usage: device_check [--count N] [--quick] [--regcap]  (--regcap: only the register-cap sweep,
+//! whose every run is still checked against the reference)
 
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::batch::{Batch, PreparedItem};
@@ -18,6 +19,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mut count = 1usize << 20;
     let mut quick = false;
+    let mut regcap_only = false;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
@@ -29,6 +31,7 @@ fn main() {
                 i += 1;
             }
             "--quick" => quick = true,
+            "--regcap" => regcap_only = true,
             other => panic!("unknown argument {other}"),
         }
         i += 1;
@@ -61,7 +64,11 @@ fn main() {
     let expected = Bitmap::from_bools(verdicts.iter().copied());
 
     // 0. Compile (or load from the cache) every kernel the run needs, in parallel.
-    let plan_all = sweep::standard_plan(count);
+    let plan_all = if regcap_only {
+        sweep::regcap_plan(count)
+    } else {
+        sweep::standard_plan(count)
+    };
     {
         use rayon::prelude::*;
         let ctx = cudarc::driver::CudaContext::new(0).expect("open device 0");
@@ -106,7 +113,7 @@ fn main() {
     // 1. Every configuration, whole set, against the reference.
     let mut correctness = Vec::new();
     let mut all_ok = true;
-    for k in KernelConfig::all() {
+    for k in KernelConfig::all().into_iter().filter(|_| !regcap_only) {
         let cfg = CudaConfig {
             kernel: k,
             streams: 8,

@@ -37,16 +37,10 @@ pub struct CudaConfig {
 impl Default for CudaConfig {
     fn default() -> Self {
         CudaConfig {
-            kernel: KernelConfig {
-                mode: crate::Mode::Fast,
-                inversion: crate::Inversion::Euclid,
-                compress: true,
-                row_major: false,
-                max_registers: None,
-            },
+            kernel: KernelConfig::default_fast(),
             streams: 8,
-            // 256 measured best on the H200 for the uncapped kernels (results/h200_sweep.csv).
-            block_size: 256,
+            // With the 160-register cap, 128 threads per block measured best (results/h200_regcap_sweep.csv).
+            block_size: 128,
             chunk_items: None,
             device: 0,
         }

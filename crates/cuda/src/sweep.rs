@@ -168,6 +168,31 @@ pub fn standard_plan(max_batch: usize) -> Vec<SweepPoint> {
     plan
 }
 
+/// Register caps for the fast and paper kernels against block size (occupancy against spills).
+pub fn regcap_plan(max_batch: usize) -> Vec<SweepPoint> {
+    let mut plan = Vec::new();
+    for &b in &[172032usize, 1 << 20] {
+        if b > max_batch {
+            continue;
+        }
+        for mode in [Mode::Fast, Mode::Paper] {
+            for cap in [None, Some(168u32), Some(160), Some(144), Some(128)] {
+                for block in [128u32, 256] {
+                    let mut c = cfg(mode, Inversion::Euclid, true, false, 16, block);
+                    c.kernel.max_registers = cap;
+                    plan.push(SweepPoint {
+                        experiment: "regcap".into(),
+                        config: c,
+                        batch: b,
+                        kernel_only: true,
+                    });
+                }
+            }
+        }
+    }
+    plan
+}
+
 /// The first `n` items of a batch as a batch of its own.
 pub fn prefix(batch: &Batch, n: usize) -> Batch {
     let mut b = Batch::with_capacity(batch.alg(), batch.low_s(), n);
