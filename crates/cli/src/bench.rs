@@ -31,6 +31,14 @@ pub struct BenchArgs {
     /// Also write the figures as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// SM2 on the GPU: run the seed paper's experiments (Fig. 3 streams × batch sizes, Table 1
+    /// stage switches, Fig. 4 Euclid/Fermat, Fig. 7 simultaneous/separate, block sizes, fast
+    /// mode) up to the largest `--sizes` value, writing CSV to `--csv`.
+    #[arg(long)]
+    sweep: bool,
+    /// With --sweep: write the rows as CSV to this file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -46,6 +54,9 @@ struct Row {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if args.sweep {
+        return sweep(&args);
+    }
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
     let mut registry = backends::registry(&args.backend);
     if let Some(n) = args.threads {
@@ -136,4 +147,27 @@ fn signed_items(alg: Algorithm, n: usize) -> (Vec<PreparedItem>, Vec<bool>) {
         },
         n,
     )
+}
+
+/// The paper's ablations on the CUDA backend, every run checked against the generator's verdicts.
+fn sweep(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    use chainsig_cuda::sweep::{run_sweep, standard_plan, to_csv};
+    let largest = args.sizes.iter().copied().max().unwrap_or(1 << 20);
+    let (items, expected) = signed_items(Algorithm::Sm2, largest);
+    let batch = Batch::from_results(Algorithm::Sm2, false, items.iter().map(|i| Ok(*i)));
+    let expected = chainsig_core::Bitmap::from_bools(expected);
+    let rows = run_sweep(&standard_plan(largest), &batch, &expected, |row| {
+        println!(
+            "{:<14} {:?}/{:?} compress={} streams={:>2} block={:>4} batch={:>8} {:>12.0}/s {:>9.3} ms",
+            row.experiment, row.mode, row.inversion, row.compress, row.streams, row.block_size, row.batch,
+            row.e2e_per_s, row.e2e_ms
+        )
+    })?;
+    if let Some(path) = &args.csv {
+        std::fs::write(path, to_csv(&rows))?;
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&rows)?)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
