@@ -1,5 +1,6 @@
 //! Per-core timings of the SM2 operations, with the RustCrypto `sm2` crate's verification as the
-//! reference point. Run: `cargo bench -p chainsig-sm2`.
+//! reference point, and the P-256 ECDSA verifier against RustCrypto `p256`. Run:
+//! `cargo bench -p chainsig-sm2` (or `-- p256` for the P-256 pair only).
 
 use chainsig_sm2::{message_digest, sign_prehashed, verify_prehashed, z_a, PublicKey, SecretKey};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
@@ -47,6 +48,34 @@ fn benches(c: &mut Criterion) {
     assert!(theirs.verify_prehash(&e, &their_sig).is_ok());
     c.bench_function("rustcrypto sm2 verify_prehash", |b| {
         b.iter(|| theirs.verify_prehash(black_box(&e), black_box(&their_sig)))
+    });
+
+    p256_benches(c);
+}
+
+fn p256_benches(c: &mut Criterion) {
+    use p256::ecdsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
+    let signing = p256::ecdsa::SigningKey::from_slice(&[0x5a; 32]).expect("valid key");
+    let z = [0x3cu8; 32];
+    let sig: p256::ecdsa::Signature = signing.sign_prehash(&z).expect("signs");
+    let (r, s) = sig.split_bytes();
+    let (r, s): ([u8; 32], [u8; 32]) = (r.into(), s.into());
+    let sec1 = signing.verifying_key().to_sec1_point(false);
+    let ours = chainsig_sm2::p256::PublicKey::from_sec1(sec1.as_bytes()).expect("valid key");
+    assert!(chainsig_sm2::p256::verify_prehashed(&ours, &z, &r, &s));
+    c.bench_function("chainsig p256 verify_prehashed", |b| {
+        b.iter(|| {
+            chainsig_sm2::p256::verify_prehashed(
+                black_box(&ours),
+                black_box(&z),
+                black_box(&r),
+                black_box(&s),
+            )
+        })
+    });
+    let theirs = signing.verifying_key();
+    c.bench_function("rustcrypto p256 verify_prehash", |b| {
+        b.iter(|| theirs.verify_prehash(black_box(&z), black_box(&sig)))
     });
 }
 

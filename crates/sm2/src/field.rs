@@ -1,4 +1,6 @@
-//! The field F_p, p = 2²⁵⁶ − 2²²⁴ − 2⁹⁶ + 2⁶⁴ − 1, in Montgomery form (R = 2²⁵⁶).
+//! The field F_p of a [`Curve`] in Montgomery form (R = 2²⁵⁶); for SM2 p = 2²⁵⁶ − 2²²⁴ − 2⁹⁶ +
+//! 2⁶⁴ − 1, for P-256 p = 2²⁵⁶ − 2²²⁴ + 2¹⁹² + 2⁹⁶ − 1. The code is generic over the curve and
+//! monomorphised, so each prime's limbs are compile-time constants in its own copy.
 //!
 //! Because p ≡ −1 mod 2⁶⁴, −p⁻¹ mod 2⁶⁴ = 1 and every Montgomery step's quotient digit is simply the
 //! low limb; the compiler sees the constant and drops that multiplication, and the products by
@@ -7,16 +9,21 @@
 //! was dropped.) Values are kept fully reduced in [0, p), so equality is limb equality and zero
 //! is all-zero limbs.
 
+use crate::curve::{Curve, Sm2};
 use crate::limbs::{self, Limbs, Modulus};
-use chainsig_core::curve::SM2;
+use core::marker::PhantomData;
 
-pub(crate) const P: Modulus = Modulus::new(limbs::from_be_bytes(&SM2.p));
+/// The SM2 field prime with its Montgomery constants.
+pub(crate) const P: Modulus = Sm2::P;
 
 /// An element of F_p in Montgomery form, fully reduced.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Fe(pub(crate) Limbs);
+pub(crate) struct FieldElement<C: Curve>(pub(crate) Limbs, PhantomData<C>);
 
-impl core::fmt::Debug for Fe {
+/// An element of the SM2 field.
+pub(crate) type Fe = FieldElement<Sm2>;
+
+impl<C: Curve> core::fmt::Debug for FieldElement<C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let bytes = self.to_bytes();
         write!(f, "Fe(0x")?;
@@ -27,24 +34,37 @@ impl core::fmt::Debug for Fe {
     }
 }
 
-/// The curve coefficient b in Montgomery form, converted at compile time.
-pub(crate) const B: Fe = Fe::from_int(limbs::from_be_bytes(&SM2.b));
+/// The SM2 coefficient b in Montgomery form, converted at compile time.
+#[cfg(test)]
+pub(crate) const B: Fe = FieldElement::<Sm2>::CURVE_B;
 
-impl Fe {
-    pub(crate) const ZERO: Fe = Fe([0; 4]);
-    pub(crate) const ONE: Fe = Fe(P.r);
+impl<C: Curve> FieldElement<C> {
+    pub(crate) const ZERO: Self = FieldElement([0; 4], PhantomData);
+    pub(crate) const ONE: Self = {
+        #[allow(clippy::let_unit_value)]
+        let () = C::CHECKED;
+        FieldElement(C::P.r, PhantomData)
+    };
+    /// The curve coefficient b, converted at compile time.
+    pub(crate) const CURVE_B: Self = Self::from_int(limbs::from_be_bytes(&C::PARAMS.b));
+
+    /// From limbs already in Montgomery form and below p.
+    #[inline(always)]
+    pub(crate) const fn from_mont(value: Limbs) -> Self {
+        FieldElement(value, PhantomData)
+    }
 
     /// From an integer already below p.
     #[inline(always)]
-    pub(crate) const fn from_int(value: Limbs) -> Fe {
-        Fe(limbs::mont_mul(&value, &P.r2, &P))
+    pub(crate) const fn from_int(value: Limbs) -> Self {
+        FieldElement(limbs::mont_mul(&value, &C::P.r2, &C::P), PhantomData)
     }
 
     /// From 32 big-endian bytes; `None` when the value is not below p.
-    pub(crate) fn from_bytes(bytes: &[u8; 32]) -> Option<Fe> {
+    pub(crate) fn from_bytes(bytes: &[u8; 32]) -> Option<Self> {
         let value = limbs::from_be_bytes(bytes);
-        if limbs::lt(&value, &P.m) {
-            Some(Fe::from_int(value))
+        if limbs::lt(&value, &C::P.m) {
+            Some(Self::from_int(value))
         } else {
             None
         }
@@ -53,7 +73,10 @@ impl Fe {
     /// The canonical integer in [0, p).
     #[inline(always)]
     pub(crate) fn to_int(self) -> Limbs {
-        limbs::redc([self.0[0], self.0[1], self.0[2], self.0[3], 0, 0, 0, 0], &P)
+        limbs::redc(
+            [self.0[0], self.0[1], self.0[2], self.0[3], 0, 0, 0, 0],
+            &C::P,
+        )
     }
 
     pub(crate) fn to_bytes(self) -> [u8; 32] {
@@ -70,38 +93,38 @@ impl Fe {
     }
 
     #[inline(always)]
-    pub(crate) fn add(&self, other: &Fe) -> Fe {
-        Fe(limbs::add_mod(&self.0, &other.0, &P.m))
+    pub(crate) fn add(&self, other: &Self) -> Self {
+        Self::from_mont(limbs::add_mod(&self.0, &other.0, &C::P.m))
     }
 
     #[inline(always)]
-    pub(crate) fn sub(&self, other: &Fe) -> Fe {
-        Fe(limbs::sub_mod(&self.0, &other.0, &P.m))
+    pub(crate) fn sub(&self, other: &Self) -> Self {
+        Self::from_mont(limbs::sub_mod(&self.0, &other.0, &C::P.m))
     }
 
     #[inline(always)]
-    pub(crate) fn double(&self) -> Fe {
+    pub(crate) fn double(&self) -> Self {
         self.add(self)
     }
 
     #[inline(always)]
-    pub(crate) fn neg(&self) -> Fe {
-        Fe::ZERO.sub(self)
+    pub(crate) fn neg(&self) -> Self {
+        Self::ZERO.sub(self)
     }
 
     #[inline(always)]
-    pub(crate) fn mul(&self, other: &Fe) -> Fe {
-        Fe(limbs::mont_mul(&self.0, &other.0, &P))
+    pub(crate) fn mul(&self, other: &Self) -> Self {
+        Self::from_mont(limbs::mont_mul(&self.0, &other.0, &C::P))
     }
 
     #[inline(always)]
-    pub(crate) fn square(&self) -> Fe {
-        Fe(limbs::mont_sqr(&self.0, &P))
+    pub(crate) fn square(&self) -> Self {
+        Self::from_mont(limbs::mont_sqr(&self.0, &C::P))
     }
 
     /// self^(2^k).
     #[inline(always)]
-    pub(crate) fn square_n(&self, k: u32) -> Fe {
+    pub(crate) fn square_n(&self, k: u32) -> Self {
         let mut x = *self;
         for _ in 0..k {
             x = x.square();
@@ -111,10 +134,13 @@ impl Fe {
 
     /// `mask` all ones picks `a`, zero picks `b`.
     #[inline(always)]
-    pub(crate) fn select(mask: u64, a: &Fe, b: &Fe) -> Fe {
-        Fe(limbs::select(mask, &a.0, &b.0))
+    pub(crate) fn select(mask: u64, a: &Self, b: &Self) -> Self {
+        Self::from_mont(limbs::select(mask, &a.0, &b.0))
     }
+}
 
+/// SM2's own addition chains (shorter than the generic fixed-window power).
+impl Fe {
     /// Powers a^(2^k − 1) for the k both exponent chains need.
     fn runs_of_ones(&self) -> (Fe, Fe, Fe) {
         let x1 = *self;
@@ -131,7 +157,7 @@ impl Fe {
 
     /// self^(p−2), which is self⁻¹ for self ≠ 0 (and 0 for 0). A fixed sequence of operations:
     /// constant time, so it serves secret values.
-    pub(crate) fn invert(&self) -> Fe {
+    pub(crate) fn invert_sm2_chain(&self) -> Fe {
         // p − 2, from the top bit: 31 ones, a zero, 128 ones, 32 zeros, 32 ones, 30 ones, 0, 1.
         let (x30, x31, x32) = self.runs_of_ones();
         let mut t = x31.square();
@@ -145,8 +171,8 @@ impl Fe {
         t
     }
 
-    /// A square root when one exists: self^((p+1)/4), valid because p ≡ 3 mod 4.
-    pub(crate) fn sqrt(&self) -> Option<Fe> {
+    /// self^((p+1)/4) by SM2's addition chain.
+    pub(crate) fn sqrt_candidate_sm2_chain(&self) -> Fe {
         // (p + 1)/4, from the top bit: 31 ones, a zero, 128 ones, 31 zeros, a one, 62 zeros.
         let (_, x31, x32) = self.runs_of_ones();
         let mut t = x31.square();
@@ -154,7 +180,21 @@ impl Fe {
             t = t.square_n(32).mul(&x32);
         }
         t = t.square_n(32).mul(self);
-        t = t.square_n(62);
+        t.square_n(62)
+    }
+}
+
+impl<C: Curve> FieldElement<C> {
+    /// self^(p−2), which is self⁻¹ for self ≠ 0 (and 0 for 0); constant time, so it serves
+    /// secret values.
+    #[inline]
+    pub(crate) fn invert(&self) -> Self {
+        C::field_invert(self)
+    }
+
+    /// A square root when one exists: self^((p+1)/4), valid because p ≡ 3 mod 4.
+    pub(crate) fn sqrt(&self) -> Option<Self> {
+        let t = C::field_sqrt_candidate(self);
         if t.square() == *self {
             Some(t)
         } else {
@@ -166,6 +206,7 @@ impl Fe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chainsig_core::curve::SM2;
     use num_bigint::BigUint;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha20Rng;

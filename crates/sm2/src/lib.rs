@@ -11,12 +11,15 @@
 //! and signing run in constant time in the secret values: a fixed-base comb with masked table
 //! lookups, Fermat inversions, and branch-free field and scalar arithmetic.
 
+mod curve;
 mod field;
 mod limbs;
+pub mod p256;
 mod point;
 mod scalar;
 
-use field::Fe;
+use curve::{Curve, Sm2};
+use field::{Fe, FieldElement};
 use point::Affine;
 use rand::{CryptoRng, RngCore};
 use scalar::Scalar;
@@ -64,40 +67,15 @@ impl PublicKey {
     /// SEC1: `04‖x‖y` (65 bytes) or `02/03‖x` (33 bytes). The single byte `00` (SEC1's encoding
     /// of infinity) is reported as [`KeyError::Infinity`].
     pub fn from_sec1(bytes: &[u8]) -> Result<PublicKey, KeyError> {
-        match bytes {
-            [0x00] => Err(KeyError::Infinity),
-            [0x04, rest @ ..] if rest.len() == 64 => {
-                let x: &[u8; 32] = rest[..32].try_into().expect("32 bytes");
-                let y: &[u8; 32] = rest[32..].try_into().expect("32 bytes");
-                PublicKey::from_affine(x, y)
-            }
-            [prefix @ (0x02 | 0x03), rest @ ..] if rest.len() == 32 => {
-                let x: &[u8; 32] = rest.try_into().expect("32 bytes");
-                PublicKey::decompress(x, *prefix == 0x03)
-            }
-            _ if bytes.len() == 33 || bytes.len() == 65 => Err(KeyError::Prefix),
-            _ => Err(KeyError::Length),
-        }
+        Ok(PublicKey {
+            point: affine_from_sec1(bytes)?,
+        })
     }
 
     /// From big-endian affine coordinates; checks both are below p and the point is on the curve.
     pub fn from_affine(x: &[u8; 32], y: &[u8; 32]) -> Result<PublicKey, KeyError> {
-        let x = Fe::from_bytes(x).ok_or(KeyError::CoordinateOutOfRange)?;
-        let y = Fe::from_bytes(y).ok_or(KeyError::CoordinateOutOfRange)?;
-        let point = Affine { x, y };
-        if !point.is_on_curve() {
-            return Err(KeyError::NotOnCurve);
-        }
-        Ok(PublicKey { point })
-    }
-
-    fn decompress(x: &[u8; 32], y_is_odd: bool) -> Result<PublicKey, KeyError> {
-        let x = Fe::from_bytes(x).ok_or(KeyError::CoordinateOutOfRange)?;
-        let y = point::curve_rhs(&x).sqrt().ok_or(KeyError::NoSquareRoot)?;
-        // y = 0 would be a point of order 2, which this prime-order curve does not have.
-        let y = if y.is_odd() == y_is_odd { y } else { y.neg() };
         Ok(PublicKey {
-            point: Affine { x, y },
+            point: affine_from_coordinates(x, y)?,
         })
     }
 
@@ -123,6 +101,46 @@ impl PublicKey {
         out[1..].copy_from_slice(&self.x());
         out
     }
+}
+
+/// SEC1 decoding shared by every curve: `04‖x‖y` or `02/03‖x`; `00` is infinity.
+pub(crate) fn affine_from_sec1<C: Curve>(bytes: &[u8]) -> Result<Affine<C>, KeyError> {
+    match bytes {
+        [0x00] => Err(KeyError::Infinity),
+        [0x04, rest @ ..] if rest.len() == 64 => {
+            let x: &[u8; 32] = rest[..32].try_into().expect("32 bytes");
+            let y: &[u8; 32] = rest[32..].try_into().expect("32 bytes");
+            affine_from_coordinates(x, y)
+        }
+        [prefix @ (0x02 | 0x03), rest @ ..] if rest.len() == 32 => {
+            let x: &[u8; 32] = rest.try_into().expect("32 bytes");
+            decompress(x, *prefix == 0x03)
+        }
+        _ if bytes.len() == 33 || bytes.len() == 65 => Err(KeyError::Prefix),
+        _ => Err(KeyError::Length),
+    }
+}
+
+/// Both coordinates below p and the point on the curve.
+pub(crate) fn affine_from_coordinates<C: Curve>(
+    x: &[u8; 32],
+    y: &[u8; 32],
+) -> Result<Affine<C>, KeyError> {
+    let x = FieldElement::<C>::from_bytes(x).ok_or(KeyError::CoordinateOutOfRange)?;
+    let y = FieldElement::<C>::from_bytes(y).ok_or(KeyError::CoordinateOutOfRange)?;
+    let point = Affine { x, y };
+    if !point.is_on_curve() {
+        return Err(KeyError::NotOnCurve);
+    }
+    Ok(point)
+}
+
+fn decompress<C: Curve>(x: &[u8; 32], y_is_odd: bool) -> Result<Affine<C>, KeyError> {
+    let x = FieldElement::<C>::from_bytes(x).ok_or(KeyError::CoordinateOutOfRange)?;
+    let y = point::curve_rhs(&x).sqrt().ok_or(KeyError::NoSquareRoot)?;
+    // y = 0 would be a point of order 2, which these prime-order curves do not have.
+    let y = if y.is_odd() == y_is_odd { y } else { y.neg() };
+    Ok(Affine { x, y })
 }
 
 /// A secret key d in [1, n−2], with its public key and (1 + d)⁻¹ precomputed for signing.
@@ -173,10 +191,10 @@ impl SecretKey {
         if !in_range {
             return Err(KeyError::SecretOutOfRange);
         }
-        let d = Scalar(*value);
+        let d = Scalar::new(*value);
         value.zeroize();
         let d_plus_1_inv = d.add(&Scalar::ONE).invert();
-        let point = point::mul_base_ct(&d.0)
+        let point = point::mul_base_ct::<Sm2>(&d.0)
             .to_affine()
             .expect("d in [1, n-1] gives a finite point");
         Ok(SecretKey {
@@ -280,7 +298,7 @@ pub fn sign_prehashed_with_nonce(key: &SecretKey, e: &[u8; 32], k: &[u8; 32]) ->
     if k.is_zero() {
         return None;
     }
-    let point = point::mul_base_ct(&k.0).to_affine()?;
+    let point = point::mul_base_ct::<Sm2>(&k.0).to_affine()?;
     let x1 = Scalar::reduce(&point.x.to_int());
     let r = Scalar::reduce_bytes(e).add(&x1);
     if r.is_zero() || r.add(&k).is_zero() {

@@ -240,3 +240,21 @@ pub(crate) const fn mont_mul(a: &Limbs, b: &Limbs, md: &Modulus) -> Limbs {
 pub(crate) const fn mont_sqr(a: &Limbs, md: &Modulus) -> Limbs {
     redc(sqr_wide(a), md)
 }
+
+/// base^exponent for base in Montgomery form (result in Montgomery form), with a fixed 4-bit
+/// window. The exponent is public and indexes the table, so the time is independent of base.
+pub(crate) fn mont_pow(base: &Limbs, exponent: &Limbs, md: &Modulus) -> Limbs {
+    let mut powers = [md.r; 16];
+    for i in 1..16 {
+        powers[i] = mont_mul(&powers[i - 1], base, md);
+    }
+    let mut acc = md.r;
+    for nibble_index in (0..64).rev() {
+        for _ in 0..4 {
+            acc = mont_sqr(&acc, md);
+        }
+        let nibble = (exponent[nibble_index / 16] >> ((nibble_index % 16) * 4)) & 0xf;
+        acc = mont_mul(&acc, &powers[nibble as usize], md);
+    }
+    acc
+}

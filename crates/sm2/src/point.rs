@@ -3,64 +3,68 @@
 //! s·G + t·P for verification (variable time: everything in it is public) and k·G for signing and
 //! key generation (constant time: k is secret).
 
-use crate::field::{Fe, B};
+use crate::curve::{Curve, Sm2};
+use crate::field::FieldElement;
 use crate::limbs::{self, Limbs};
-use chainsig_core::curve::SM2;
-use std::sync::OnceLock;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Affine {
-    pub(crate) x: Fe,
-    pub(crate) y: Fe,
+pub(crate) struct Affine<C: Curve = Sm2> {
+    pub(crate) x: FieldElement<C>,
+    pub(crate) y: FieldElement<C>,
 }
 
 /// Z = 0 is the point at infinity.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Jacobian {
-    pub(crate) x: Fe,
-    pub(crate) y: Fe,
-    pub(crate) z: Fe,
+pub(crate) struct Jacobian<C: Curve = Sm2> {
+    pub(crate) x: FieldElement<C>,
+    pub(crate) y: FieldElement<C>,
+    pub(crate) z: FieldElement<C>,
 }
 
-pub(crate) const GENERATOR: Affine = Affine {
-    x: Fe::from_int(limbs::from_be_bytes(&SM2.gx)),
-    y: Fe::from_int(limbs::from_be_bytes(&SM2.gy)),
-};
+/// The SM2 generator.
+#[cfg(test)]
+pub(crate) const GENERATOR: Affine<Sm2> = Affine::<Sm2>::GENERATOR;
 
-impl Affine {
+impl<C: Curve> Affine<C> {
+    /// The curve's generator G, converted at compile time.
+    pub(crate) const GENERATOR: Affine<C> = Affine {
+        x: FieldElement::<C>::from_int(limbs::from_be_bytes(&C::PARAMS.gx)),
+        y: FieldElement::<C>::from_int(limbs::from_be_bytes(&C::PARAMS.gy)),
+    };
+
     /// y² = x³ − 3x + b.
     pub(crate) fn is_on_curve(&self) -> bool {
         self.y.square() == curve_rhs(&self.x)
     }
 
-    pub(crate) fn neg(&self) -> Affine {
+    pub(crate) fn neg(&self) -> Affine<C> {
         Affine {
             x: self.x,
             y: self.y.neg(),
         }
     }
 
-    pub(crate) fn to_jacobian(self) -> Jacobian {
+    pub(crate) fn to_jacobian(self) -> Jacobian<C> {
         Jacobian {
             x: self.x,
             y: self.y,
-            z: Fe::ONE,
+            z: FieldElement::<C>::ONE,
         }
     }
 }
 
 /// x³ − 3x + b.
-pub(crate) fn curve_rhs(x: &Fe) -> Fe {
+pub(crate) fn curve_rhs<C: Curve>(x: &FieldElement<C>) -> FieldElement<C> {
     let x3 = x.square().mul(x);
     let three_x = x.double().add(x);
-    x3.sub(&three_x).add(&B)
+    x3.sub(&three_x).add(&FieldElement::<C>::CURVE_B)
 }
 
-impl Jacobian {
-    pub(crate) const INFINITY: Jacobian = Jacobian {
-        x: Fe::ONE,
-        y: Fe::ONE,
-        z: Fe::ZERO,
+impl<C: Curve> Jacobian<C> {
+    pub(crate) const INFINITY: Self = Self {
+        x: FieldElement::<C>::ONE,
+        y: FieldElement::<C>::ONE,
+        z: FieldElement::<C>::ZERO,
     };
 
     #[inline(always)]
@@ -68,7 +72,7 @@ impl Jacobian {
         self.z.is_zero()
     }
 
-    pub(crate) fn neg(&self) -> Jacobian {
+    pub(crate) fn neg(&self) -> Jacobian<C> {
         Jacobian {
             x: self.x,
             y: self.y.neg(),
@@ -80,7 +84,7 @@ impl Jacobian {
     /// with fewer additions). Infinity (Z = 0) maps to Z = 0; no affine point has y = 0
     /// on this curve (its order is odd), so there is no other exception.
     #[inline(always)]
-    pub(crate) fn double(&self) -> Jacobian {
+    pub(crate) fn double(&self) -> Jacobian<C> {
         let delta = self.z.square();
         let gamma = self.y.square();
         let beta = self.x.mul(&gamma);
@@ -101,7 +105,10 @@ impl Jacobian {
     /// self + q for affine q (7M + 4S), valid when self is not infinity and self ≠ ±q.
     /// Also returns H = U2 − X1 and R = 2(S2 − Y1), which expose the exceptional cases.
     #[inline(always)]
-    fn add_affine_unchecked(&self, q: &Affine) -> (Jacobian, Fe, Fe) {
+    fn add_affine_unchecked(
+        &self,
+        q: &Affine<C>,
+    ) -> (Jacobian<C>, FieldElement<C>, FieldElement<C>) {
         let z1z1 = self.z.square();
         let u2 = q.x.mul(&z1z1);
         let s2 = q.y.mul(&self.z).mul(&z1z1);
@@ -127,7 +134,7 @@ impl Jacobian {
 
     /// self + q for affine q, any inputs (variable time).
     #[inline(always)]
-    pub(crate) fn add_affine_vartime(&self, q: &Affine) -> Jacobian {
+    pub(crate) fn add_affine_vartime(&self, q: &Affine<C>) -> Jacobian<C> {
         if self.is_infinity() {
             return q.to_jacobian();
         }
@@ -142,13 +149,13 @@ impl Jacobian {
     }
 
     /// self + q, any inputs (variable time; 11M + 5S).
-    pub(crate) fn add_vartime(&self, q: &Jacobian) -> Jacobian {
+    pub(crate) fn add_vartime(&self, q: &Jacobian<C>) -> Jacobian<C> {
         self.add_cached_vartime(&CachedJacobian::new(q))
     }
 
     /// self + q with q's Z² and Z³ precomputed (variable time; 10M + 4S with them).
     #[inline(always)]
-    pub(crate) fn add_cached_vartime(&self, q: &CachedJacobian) -> Jacobian {
+    pub(crate) fn add_cached_vartime(&self, q: &CachedJacobian<C>) -> Jacobian<C> {
         if self.is_infinity() {
             return q.point;
         }
@@ -188,7 +195,7 @@ impl Jacobian {
     }
 
     /// The affine point, or `None` at infinity. Uses the constant-time inversion.
-    pub(crate) fn to_affine(self) -> Option<Affine> {
+    pub(crate) fn to_affine(self) -> Option<Affine<C>> {
         if self.is_infinity() {
             return None;
         }
@@ -200,25 +207,25 @@ impl Jacobian {
         })
     }
 
-    fn select(mask: u64, a: &Jacobian, b: &Jacobian) -> Jacobian {
+    fn select(mask: u64, a: &Jacobian<C>, b: &Jacobian<C>) -> Jacobian<C> {
         Jacobian {
-            x: Fe::select(mask, &a.x, &b.x),
-            y: Fe::select(mask, &a.y, &b.y),
-            z: Fe::select(mask, &a.z, &b.z),
+            x: FieldElement::<C>::select(mask, &a.x, &b.x),
+            y: FieldElement::<C>::select(mask, &a.y, &b.y),
+            z: FieldElement::<C>::select(mask, &a.z, &b.z),
         }
     }
 }
 
 /// A Jacobian point with Z² and Z³ kept, for a table that is added many times.
 #[derive(Clone, Copy)]
-pub(crate) struct CachedJacobian {
-    point: Jacobian,
-    zz: Fe,
-    zzz: Fe,
+pub(crate) struct CachedJacobian<C: Curve> {
+    point: Jacobian<C>,
+    zz: FieldElement<C>,
+    zzz: FieldElement<C>,
 }
 
-impl CachedJacobian {
-    fn new(point: &Jacobian) -> CachedJacobian {
+impl<C: Curve> CachedJacobian<C> {
+    fn new(point: &Jacobian<C>) -> CachedJacobian<C> {
         let zz = point.z.square();
         CachedJacobian {
             point: *point,
@@ -227,7 +234,7 @@ impl CachedJacobian {
         }
     }
 
-    fn neg(&self) -> CachedJacobian {
+    fn neg(&self) -> CachedJacobian<C> {
         CachedJacobian {
             point: self.point.neg(),
             zz: self.zz,
@@ -237,9 +244,9 @@ impl CachedJacobian {
 }
 
 /// Converts points none of which is infinity to affine with one inversion (Montgomery's trick).
-fn batch_to_affine(points: &[Jacobian]) -> Vec<Affine> {
+fn batch_to_affine<C: Curve>(points: &[Jacobian<C>]) -> Vec<Affine<C>> {
     let mut prefix = Vec::with_capacity(points.len());
-    let mut acc = Fe::ONE;
+    let mut acc = FieldElement::<C>::ONE;
     for p in points {
         assert!(!p.is_infinity(), "table points are never infinity");
         acc = acc.mul(&p.z);
@@ -248,8 +255,8 @@ fn batch_to_affine(points: &[Jacobian]) -> Vec<Affine> {
     let mut inv = acc.invert();
     let mut out = vec![
         Affine {
-            x: Fe::ZERO,
-            y: Fe::ZERO
+            x: FieldElement::<C>::ZERO,
+            y: FieldElement::<C>::ZERO
         };
         points.len()
     ];
@@ -272,11 +279,10 @@ const G_WINDOW: usize = 10;
 const P_WINDOW: usize = 5;
 
 /// Odd multiples G, 3G, …, (2^(G_WINDOW−1) − 1)·G in affine form.
-fn g_odd_multiples() -> &'static [Affine] {
-    static TABLE: OnceLock<Vec<Affine>> = OnceLock::new();
-    TABLE.get_or_init(|| {
+fn g_odd_multiples<C: Curve>() -> &'static [Affine<C>] {
+    C::g_odd_multiples_cell().get_or_init(|| {
         let count = 1 << (G_WINDOW - 2);
-        let g = GENERATOR.to_jacobian();
+        let g = Affine::<C>::GENERATOR.to_jacobian();
         let g2 = g.double();
         let mut points = Vec::with_capacity(count);
         points.push(g);
@@ -288,11 +294,10 @@ fn g_odd_multiples() -> &'static [Affine] {
 }
 
 /// Signed-digit fixed-base table: COMB[i][j] = (j + 1)·16^i·G for 64 windows, j < 8.
-fn comb_table() -> &'static [[Affine; 8]] {
-    static TABLE: OnceLock<Vec<[Affine; 8]>> = OnceLock::new();
-    TABLE.get_or_init(|| {
+fn comb_table<C: Curve>() -> &'static [[Affine<C>; 8]] {
+    C::comb_cell().get_or_init(|| {
         let mut points = Vec::with_capacity(64 * 8);
-        let mut base = GENERATOR.to_jacobian();
+        let mut base = Affine::<C>::GENERATOR.to_jacobian();
         for _ in 0..64 {
             let mut multiple = base;
             points.push(multiple);
@@ -343,8 +348,8 @@ fn wnaf(k: &Limbs, w: usize) -> [i32; 257] {
 }
 
 /// s·G + t·P, variable time (all inputs are public in verification).
-pub(crate) fn lincomb_vartime(s: &Limbs, t: &Limbs, p: &Affine) -> Jacobian {
-    let g_table = g_odd_multiples();
+pub(crate) fn lincomb_vartime<C: Curve>(s: &Limbs, t: &Limbs, p: &Affine<C>) -> Jacobian<C> {
+    let g_table = g_odd_multiples::<C>();
     let s_digits = wnaf(s, G_WINDOW);
     let t_digits = wnaf(t, P_WINDOW);
 
@@ -391,11 +396,10 @@ pub(crate) fn lincomb_vartime(s: &Limbs, t: &Limbs, p: &Affine) -> Jacobian {
 /// of the lower windows is smaller in absolute value than 16^i, so adding window i's non-zero
 /// multiple is never a doubling or a cancellation: the unchecked mixed addition is exact, and
 /// zero digits and the initial infinity are handled by masked selection.
-pub(crate) fn mul_base_ct(k: &Limbs) -> Jacobian {
-    use crate::scalar::N;
+pub(crate) fn mul_base_ct<C: Curve>(k: &Limbs) -> Jacobian<C> {
     // (n − 1)/2 < k  ⇔  use n − k.
     let half = {
-        let (h, _) = limbs::sub(&N.m, &[1, 0, 0, 0]);
+        let (h, _) = limbs::sub(&C::N.m, &[1, 0, 0, 0]);
         [
             (h[0] >> 1) | (h[1] << 63),
             (h[1] >> 1) | (h[2] << 63),
@@ -404,7 +408,7 @@ pub(crate) fn mul_base_ct(k: &Limbs) -> Jacobian {
         ]
     };
     let negate = limbs::sub(&half, k).1.wrapping_neg();
-    let k_neg = limbs::sub(&N.m, k).0;
+    let k_neg = limbs::sub(&C::N.m, k).0;
     let k = limbs::select(negate, &k_neg, k);
 
     let mut digits = [0i64; 64];
@@ -416,7 +420,7 @@ pub(crate) fn mul_base_ct(k: &Limbs) -> Jacobian {
         *digit = v - (carry << 4);
     }
 
-    let table = comb_table();
+    let table = comb_table::<C>();
     let mut acc = Jacobian::INFINITY;
     let mut acc_is_infinity = u64::MAX;
     for (window, &digit) in table.iter().zip(digits.iter()) {
@@ -424,15 +428,15 @@ pub(crate) fn mul_base_ct(k: &Limbs) -> Jacobian {
         let sign = (digit >> 63) as u64; // all ones when negative
         let magnitude = ((digit as u64) ^ sign).wrapping_sub(sign);
         let mut q = Affine {
-            x: Fe::ZERO,
-            y: Fe::ZERO,
+            x: FieldElement::<C>::ZERO,
+            y: FieldElement::<C>::ZERO,
         };
         for (j, entry) in window.iter().enumerate() {
             let hit = limbs::zero_mask(&[magnitude ^ (j as u64 + 1), 0, 0, 0]);
-            q.x = Fe::select(hit, &entry.x, &q.x);
-            q.y = Fe::select(hit, &entry.y, &q.y);
+            q.x = FieldElement::<C>::select(hit, &entry.x, &q.x);
+            q.y = FieldElement::<C>::select(hit, &entry.y, &q.y);
         }
-        q.y = Fe::select(sign, &q.y.neg(), &q.y);
+        q.y = FieldElement::<C>::select(sign, &q.y.neg(), &q.y);
         let (sum, _, _) = acc.add_affine_unchecked(&q);
         let nonzero = !limbs::zero_mask(&[magnitude, 0, 0, 0]);
         let candidate = Jacobian::select(acc_is_infinity, &q.to_jacobian(), &sum);
@@ -450,7 +454,7 @@ pub(crate) mod tests {
     use rand_chacha::ChaCha20Rng;
 
     /// Plain double-and-add, the slow reference.
-    pub(crate) fn mul_reference(k: &Limbs, p: &Affine) -> Jacobian {
+    pub(crate) fn mul_reference<C: Curve>(k: &Limbs, p: &Affine<C>) -> Jacobian<C> {
         let mut acc = Jacobian::INFINITY;
         for bit in (0..256).rev() {
             acc = acc.double();
@@ -558,9 +562,9 @@ pub(crate) mod tests {
         }
         // P = G and P = −G exercise the doubling and cancellation paths of the additions.
         let s = random_scalar(&mut rng);
-        let t = Scalar(s).neg().0;
+        let t = Scalar::new(s).neg().0;
         assert!(lincomb_vartime(&s, &t, &GENERATOR).is_infinity());
-        let expected = mul_reference(&Scalar(s).add(&Scalar(s)).0, &GENERATOR);
+        let expected = mul_reference(&Scalar::new(s).add(&Scalar::new(s)).0, &GENERATOR);
         assert!(same(&lincomb_vartime(&s, &s, &GENERATOR), &expected));
         assert!(same(
             &lincomb_vartime(&s, &s, &GENERATOR.neg()),

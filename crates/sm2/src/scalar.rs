@@ -2,43 +2,53 @@
 //! verifier mostly adds and compares, and the few products convert in and out of Montgomery form
 //! on the fly. All operations are branch-free in the values, so they serve secret scalars.
 
+use crate::curve::{Curve, Sm2};
 use crate::limbs::{self, Limbs, Modulus};
-use chainsig_core::curve::SM2;
+use core::marker::PhantomData;
 
-pub(crate) const N: Modulus = Modulus::new(limbs::from_be_bytes(&SM2.n));
+/// The SM2 group order with its Montgomery constants.
+pub(crate) const N: Modulus = Sm2::N;
 
-/// An integer in [0, n).
+/// An integer in [0, n) for the curve C.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Scalar(pub(crate) Limbs);
+pub(crate) struct GroupScalar<C: Curve>(pub(crate) Limbs, PhantomData<C>);
 
-impl zeroize::Zeroize for Scalar {
+/// An SM2 scalar.
+pub(crate) type Scalar = GroupScalar<Sm2>;
+
+impl<C: Curve> zeroize::Zeroize for GroupScalar<C> {
     fn zeroize(&mut self) {
         self.0.zeroize();
     }
 }
 
-impl Scalar {
+impl<C: Curve> GroupScalar<C> {
     #[cfg(test)]
-    pub(crate) const ZERO: Scalar = Scalar([0; 4]);
-    pub(crate) const ONE: Scalar = Scalar([1, 0, 0, 0]);
+    pub(crate) const ZERO: Self = GroupScalar([0; 4], PhantomData);
+    pub(crate) const ONE: Self = GroupScalar([1, 0, 0, 0], PhantomData);
+
+    /// From an integer already below n.
+    pub(crate) const fn new(value: Limbs) -> Self {
+        GroupScalar(value, PhantomData)
+    }
 
     /// Exactly the integers 0 ≤ v < n; `None` otherwise.
-    pub(crate) fn from_bytes(bytes: &[u8; 32]) -> Option<Scalar> {
+    pub(crate) fn from_bytes(bytes: &[u8; 32]) -> Option<Self> {
         let value = limbs::from_be_bytes(bytes);
-        if limbs::lt(&value, &N.m) {
-            Some(Scalar(value))
+        if limbs::lt(&value, &C::N.m) {
+            Some(Self::new(value))
         } else {
             None
         }
     }
 
     /// Any 256-bit integer, reduced mod n (one subtraction suffices since 2n > 2²⁵⁶).
-    pub(crate) fn reduce_bytes(bytes: &[u8; 32]) -> Scalar {
-        Scalar::reduce(&limbs::from_be_bytes(bytes))
+    pub(crate) fn reduce_bytes(bytes: &[u8; 32]) -> Self {
+        Self::reduce(&limbs::from_be_bytes(bytes))
     }
 
-    pub(crate) fn reduce(value: &Limbs) -> Scalar {
-        Scalar(limbs::reduce_once(value, 0, &N.m))
+    pub(crate) fn reduce(value: &Limbs) -> Self {
+        Self::new(limbs::reduce_once(value, 0, &C::N.m))
     }
 
     pub(crate) fn to_bytes(self) -> [u8; 32] {
@@ -49,49 +59,39 @@ impl Scalar {
         limbs::is_zero(&self.0)
     }
 
-    pub(crate) fn add(&self, other: &Scalar) -> Scalar {
-        Scalar(limbs::add_mod(&self.0, &other.0, &N.m))
+    pub(crate) fn add(&self, other: &Self) -> Self {
+        Self::new(limbs::add_mod(&self.0, &other.0, &C::N.m))
     }
 
-    pub(crate) fn sub(&self, other: &Scalar) -> Scalar {
-        Scalar(limbs::sub_mod(&self.0, &other.0, &N.m))
+    pub(crate) fn sub(&self, other: &Self) -> Self {
+        Self::new(limbs::sub_mod(&self.0, &other.0, &C::N.m))
     }
 
     #[cfg(test)]
-    pub(crate) fn neg(&self) -> Scalar {
-        Scalar::ZERO.sub(self)
+    pub(crate) fn neg(&self) -> Self {
+        Self::ZERO.sub(self)
     }
 
-    pub(crate) fn mul(&self, other: &Scalar) -> Scalar {
+    pub(crate) fn mul(&self, other: &Self) -> Self {
         // (a·b·R⁻¹)·R²·R⁻¹ = a·b.
-        let t = limbs::mont_mul(&self.0, &other.0, &N);
-        Scalar(limbs::mont_mul(&t, &N.r2, &N))
+        let t = limbs::mont_mul(&self.0, &other.0, &C::N);
+        Self::new(limbs::mont_mul(&t, &C::N.r2, &C::N))
     }
 
     /// self^(n−2) = self⁻¹ (0 for 0). The exponent is public, so the fixed 4-bit window is
     /// indexed by exponent digits only: constant time in self.
-    pub(crate) fn invert(&self) -> Scalar {
-        let exponent = limbs::sub(&N.m, &[2, 0, 0, 0]).0;
-        let base = limbs::mont_mul(&self.0, &N.r2, &N);
-        let mut powers = [N.r; 16];
-        for i in 1..16 {
-            powers[i] = limbs::mont_mul(&powers[i - 1], &base, &N);
-        }
-        let mut acc = N.r;
-        for nibble_index in (0..64).rev() {
-            for _ in 0..4 {
-                acc = limbs::mont_sqr(&acc, &N);
-            }
-            let nibble = (exponent[nibble_index / 16] >> ((nibble_index % 16) * 4)) & 0xf;
-            acc = limbs::mont_mul(&acc, &powers[nibble as usize], &N);
-        }
-        Scalar(limbs::mont_mul(&acc, &[1, 0, 0, 0], &N))
+    pub(crate) fn invert(&self) -> Self {
+        let exponent = limbs::sub(&C::N.m, &[2, 0, 0, 0]).0;
+        let base = limbs::mont_mul(&self.0, &C::N.r2, &C::N);
+        let acc = limbs::mont_pow(&base, &exponent, &C::N);
+        Self::new(limbs::mont_mul(&acc, &[1, 0, 0, 0], &C::N))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chainsig_core::curve::SM2;
     use num_bigint::BigUint;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha20Rng;
