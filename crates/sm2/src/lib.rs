@@ -1,11 +1,15 @@
-//! chainsig-sm2: SM2 signatures (GB/T 32918.2, GM/T 0003.2) on the curve sm2p256v1.
+//! chainsig-sm2: SM2 signatures (GB/T 32918.2, GM/T 0003.2) on the curve sm2p256v1, and ECDSA
+//! verification on NIST P-256 ([`p256`]).
 //!
 //! Hand-written rather than taken from a general elliptic-curve library because verification
-//! throughput is the product here: the arithmetic is specialised to this one curve (4×64-bit
-//! limbs, Montgomery multiplication exploiting p ≡ −1 mod 2⁶⁴, a = −3 doubling, mixed additions
-//! against a precomputed table of G, wNAF recoding, and an inversion-free final comparison), and
-//! the same code is the reference the GPU kernels are checked against. The curve constants come
-//! from [`chainsig_core::curve::SM2`]; nothing is typed twice.
+//! throughput is the product here: the arithmetic is specialised to short Weierstrass curves with
+//! a = −3 whose 256-bit prime is ≡ −1 mod 2⁶⁴ (4×64-bit limbs, Montgomery multiplication whose
+//! quotient digit is the low limb, a = −3 doubling, mixed additions against a precomputed table
+//! of G, wNAF recoding, and an inversion-free final comparison), generic over the curve and
+//! monomorphised so each curve's constants are compile-time constants in its own copy. SM2 and
+//! P-256 both qualify. The same code is the reference the GPU kernels are checked against. The
+//! curve constants come from [`chainsig_core::curve::SM2`] and [`chainsig_core::curve::P256`];
+//! nothing is typed twice.
 //!
 //! Verification is variable time (its inputs are public). Key generation, public-key derivation
 //! and signing run in constant time in the secret values: a fixed-base comb with masked table

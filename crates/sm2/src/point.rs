@@ -82,7 +82,7 @@ impl<C: Curve> Jacobian<C> {
 
     /// 2·self for a = −3 (4M + 4S; Z3 = 2·Y·Z, which measured as fast as (Y + Z)² − Y² − Z²
     /// with fewer additions). Infinity (Z = 0) maps to Z = 0; no affine point has y = 0
-    /// on this curve (its order is odd), so there is no other exception.
+    /// on these curves (their order is odd), so there is no other exception.
     #[inline(always)]
     pub(crate) fn double(&self) -> Jacobian<C> {
         let delta = self.z.square();
