@@ -22,16 +22,9 @@ pub fn decode_pubkey(alg: Algorithm, sec1: &[u8]) -> Result<([u8; 32], [u8; 32])
                 .map_err(|_| RecordError::new("pubkey", "point is not on the curve"))?
                 .serialize_uncompressed()
         }
-        Algorithm::P256 => {
-            check_sec1_shape(sec1)?;
-            let key = p256::PublicKey::from_sec1_bytes(sec1)
-                .map_err(|_| RecordError::new("pubkey", "point is not on the curve"))?;
-            let point = p256::elliptic_curve::sec1::ToSec1Point::to_sec1_point(&key, false);
-            point
-                .as_bytes()
-                .try_into()
-                .map_err(|_| RecordError::new("pubkey", "point at infinity"))?
-        }
+        Algorithm::P256 => chainsig_sm2::p256::PublicKey::from_sec1(sec1)
+            .map_err(|e| RecordError::new("pubkey", e.to_string()))?
+            .to_uncompressed(),
     };
     let mut x = [0u8; 32];
     let mut y = [0u8; 32];
