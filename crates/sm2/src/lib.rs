@@ -92,18 +92,11 @@ impl PublicKey {
     }
 
     pub fn to_uncompressed(&self) -> [u8; 65] {
-        let mut out = [0u8; 65];
-        out[0] = 0x04;
-        out[1..33].copy_from_slice(&self.x());
-        out[33..].copy_from_slice(&self.y());
-        out
+        self.point.sec1_uncompressed()
     }
 
     pub fn to_compressed(&self) -> [u8; 33] {
-        let mut out = [0u8; 33];
-        out[0] = if self.point.y.is_odd() { 0x03 } else { 0x02 };
-        out[1..].copy_from_slice(&self.x());
-        out
+        self.point.sec1_compressed()
     }
 }
 

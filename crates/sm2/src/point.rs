@@ -32,6 +32,23 @@ impl<C: Curve> Affine<C> {
         y: FieldElement::<C>::from_int(limbs::from_be_bytes(&C::PARAMS.gy)),
     };
 
+    /// SEC1 uncompressed encoding `04‖x‖y`.
+    pub(crate) fn sec1_uncompressed(&self) -> [u8; 65] {
+        let mut out = [0u8; 65];
+        out[0] = 0x04;
+        out[1..33].copy_from_slice(&self.x.to_bytes());
+        out[33..].copy_from_slice(&self.y.to_bytes());
+        out
+    }
+
+    /// SEC1 compressed encoding `02/03‖x`, the prefix carrying the parity of y.
+    pub(crate) fn sec1_compressed(&self) -> [u8; 33] {
+        let mut out = [0u8; 33];
+        out[0] = if self.y.is_odd() { 0x03 } else { 0x02 };
+        out[1..].copy_from_slice(&self.x.to_bytes());
+        out
+    }
+
     /// y² = x³ − 3x + b.
     pub(crate) fn is_on_curve(&self) -> bool {
         self.y.square() == curve_rhs(&self.x)
