@@ -51,23 +51,46 @@ CS_FN void fe_cmov(fe& r, const fe& a, bool cond) {
   for (int i = 0; i < 8; i++) r.v[i] = (r.v[i] & ~mask) | (a.v[i] & mask);
 }
 
+// Every multi-instruction asm below first copies its inputs into registers local to the asm block.
+// NVVM treats an asm statement as one instruction that reads all inputs before it writes, so it may
+// give an output, or an in/out ("+r") operand, the register of an input holding the same value (a
+// constant zero limb, say); a carry chain that writes before its last read would then corrupt it.
+// ptxas removes the copies.
+
 // r = a + b over 256 bits; returns the carry out.
 CS_FN u32 u256_add(u32* r, const u32* a, const u32* b) {
 #if CS_PTX
-  u32 c;
-  asm("add.cc.u32 %0, %9, %17;\n\t"
-      "addc.cc.u32 %1, %10, %18;\n\t"
-      "addc.cc.u32 %2, %11, %19;\n\t"
-      "addc.cc.u32 %3, %12, %20;\n\t"
-      "addc.cc.u32 %4, %13, %21;\n\t"
-      "addc.cc.u32 %5, %14, %22;\n\t"
-      "addc.cc.u32 %6, %15, %23;\n\t"
-      "addc.cc.u32 %7, %16, %24;\n\t"
-      "addc.u32 %8, 0, 0;"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]),
-        "=r"(r[7]), "=r"(c)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]),
-        "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
+  u32 c = 0, x[8], y[8];  // copies first: r may alias a or b
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    x[i] = a[i];
+    y[i] = b[i];
+  }
+  asm("{\n\t"
+      ".reg .u32 q<8>;\n\t"
+      "mov.u32 q0, %9;\n\t"
+      "mov.u32 q1, %10;\n\t"
+      "mov.u32 q2, %11;\n\t"
+      "mov.u32 q3, %12;\n\t"
+      "mov.u32 q4, %13;\n\t"
+      "mov.u32 q5, %14;\n\t"
+      "mov.u32 q6, %15;\n\t"
+      "mov.u32 q7, %16;\n\t"
+      "add.cc.u32 %0, %0, q0;\n\t"
+      "addc.cc.u32 %1, %1, q1;\n\t"
+      "addc.cc.u32 %2, %2, q2;\n\t"
+      "addc.cc.u32 %3, %3, q3;\n\t"
+      "addc.cc.u32 %4, %4, q4;\n\t"
+      "addc.cc.u32 %5, %5, q5;\n\t"
+      "addc.cc.u32 %6, %6, q6;\n\t"
+      "addc.cc.u32 %7, %7, q7;\n\t"
+      "addc.u32 %8, %8, 0;\n\t"
+      "}"
+      : "+r"(x[0]), "+r"(x[1]), "+r"(x[2]), "+r"(x[3]), "+r"(x[4]), "+r"(x[5]), "+r"(x[6]),
+        "+r"(x[7]), "+r"(c)
+      : "r"(y[0]), "r"(y[1]), "r"(y[2]), "r"(y[3]), "r"(y[4]), "r"(y[5]), "r"(y[6]), "r"(y[7]));
+#pragma unroll
+  for (int i = 0; i < 8; i++) r[i] = x[i];
   return c;
 #else
   u64 c = 0;
@@ -83,20 +106,37 @@ CS_FN u32 u256_add(u32* r, const u32* a, const u32* b) {
 // r = a - b over 256 bits; returns 1 on borrow.
 CS_FN u32 u256_sub(u32* r, const u32* a, const u32* b) {
 #if CS_PTX
-  u32 c;
-  asm("sub.cc.u32 %0, %9, %17;\n\t"
-      "subc.cc.u32 %1, %10, %18;\n\t"
-      "subc.cc.u32 %2, %11, %19;\n\t"
-      "subc.cc.u32 %3, %12, %20;\n\t"
-      "subc.cc.u32 %4, %13, %21;\n\t"
-      "subc.cc.u32 %5, %14, %22;\n\t"
-      "subc.cc.u32 %6, %15, %23;\n\t"
-      "subc.cc.u32 %7, %16, %24;\n\t"
-      "subc.u32 %8, 0, 0;"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]),
-        "=r"(r[7]), "=r"(c)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]),
-        "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
+  u32 c = 0, x[8], y[8];  // copies first: r may alias a or b
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    x[i] = a[i];
+    y[i] = b[i];
+  }
+  asm("{\n\t"
+      ".reg .u32 q<8>;\n\t"
+      "mov.u32 q0, %9;\n\t"
+      "mov.u32 q1, %10;\n\t"
+      "mov.u32 q2, %11;\n\t"
+      "mov.u32 q3, %12;\n\t"
+      "mov.u32 q4, %13;\n\t"
+      "mov.u32 q5, %14;\n\t"
+      "mov.u32 q6, %15;\n\t"
+      "mov.u32 q7, %16;\n\t"
+      "sub.cc.u32 %0, %0, q0;\n\t"
+      "subc.cc.u32 %1, %1, q1;\n\t"
+      "subc.cc.u32 %2, %2, q2;\n\t"
+      "subc.cc.u32 %3, %3, q3;\n\t"
+      "subc.cc.u32 %4, %4, q4;\n\t"
+      "subc.cc.u32 %5, %5, q5;\n\t"
+      "subc.cc.u32 %6, %6, q6;\n\t"
+      "subc.cc.u32 %7, %7, q7;\n\t"
+      "subc.u32 %8, %8, 0;\n\t"
+      "}"
+      : "+r"(x[0]), "+r"(x[1]), "+r"(x[2]), "+r"(x[3]), "+r"(x[4]), "+r"(x[5]), "+r"(x[6]),
+        "+r"(x[7]), "+r"(c)
+      : "r"(y[0]), "r"(y[1]), "r"(y[2]), "r"(y[3]), "r"(y[4]), "r"(y[5]), "r"(y[6]), "r"(y[7]));
+#pragma unroll
+  for (int i = 0; i < 8; i++) r[i] = x[i];
   return c & 1;
 #else
   i64 br = 0;
@@ -167,7 +207,7 @@ CS_FN void fe_reduce_wide(fe& r, const u32 t[16]) {
       r.v[j] = (u32)x;
       carry = x >> 32;  // arithmetic shift: floor division by 2^32
     }
-    if (round == 2) break;
+    if (round == 2) break;  // the third carry is zero: see reduction_table's bounds in codegen.rs
 #pragma unroll
     for (int j = 0; j < 8; j++) acc[j] = (i64)r.v[j];
     curve_fold_carry(carry, acc);
@@ -179,36 +219,234 @@ CS_FN void fe_reduce_wide(fe& r, const u32 t[16]) {
   fe_cmov(r, u, bw == 0);
 }
 
+// CS_ROW_CHAINS selects the first product routine (an ablation); the default is even/odd.
+#if CS_PTX && !defined(CS_ROW_CHAINS)
+#define CS_EVEN_ODD 1
+#else
+#define CS_EVEN_ODD 0
+#endif
+
+#if CS_EVEN_ODD
+// Even/odd product accumulation. Each 32x32 partial product's low and high words go to adjacent
+// words of one accumulator in a single carry chain (mad.lo.cc then madc.hi.cc), so ptxas can fuse
+// the pair into one 64-bit IMAD.WIDE on a register pair. Products landing at even word offsets go
+// to `ev` (ev[k] is word k), those at odd offsets to `od` (od[k] is word k + 1); the two are added
+// once at the end. Every chain's top word has only received carries before, so it cannot overflow.
+// acc[0..8] += a * (b0 + b1 2^64 + b2 2^128 + b3 2^192), low/high words interleaved.
+CS_FN void chain4(u32* acc, u32 a, u32 b0, u32 b1, u32 b2, u32 b3) {
+  asm("{\n\t"
+      ".reg .u32 q<5>;\n\t"
+      "mov.u32 q0, %9;\n\t"
+      "mov.u32 q1, %10;\n\t"
+      "mov.u32 q2, %11;\n\t"
+      "mov.u32 q3, %12;\n\t"
+      "mov.u32 q4, %13;\n\t"
+      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
+      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
+      "madc.lo.cc.u32 %2, q0, q2, %2;\n\t"
+      "madc.hi.cc.u32 %3, q0, q2, %3;\n\t"
+      "madc.lo.cc.u32 %4, q0, q3, %4;\n\t"
+      "madc.hi.cc.u32 %5, q0, q3, %5;\n\t"
+      "madc.lo.cc.u32 %6, q0, q4, %6;\n\t"
+      "madc.hi.cc.u32 %7, q0, q4, %7;\n\t"
+      "addc.u32 %8, %8, 0;\n\t"
+      "}"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]),
+        "+r"(acc[6]), "+r"(acc[7]), "+r"(acc[8])
+      : "r"(a), "r"(b0), "r"(b1), "r"(b2), "r"(b3));
+}
+
+// The same for the last row, whose carry out of acc[7] is zero by the size of the product.
+CS_FN void chain4_top(u32* acc, u32 a, u32 b0, u32 b1, u32 b2, u32 b3) {
+  asm("{\n\t"
+      ".reg .u32 q<5>;\n\t"
+      "mov.u32 q0, %8;\n\t"
+      "mov.u32 q1, %9;\n\t"
+      "mov.u32 q2, %10;\n\t"
+      "mov.u32 q3, %11;\n\t"
+      "mov.u32 q4, %12;\n\t"
+      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
+      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
+      "madc.lo.cc.u32 %2, q0, q2, %2;\n\t"
+      "madc.hi.cc.u32 %3, q0, q2, %3;\n\t"
+      "madc.lo.cc.u32 %4, q0, q3, %4;\n\t"
+      "madc.hi.cc.u32 %5, q0, q3, %5;\n\t"
+      "madc.lo.cc.u32 %6, q0, q4, %6;\n\t"
+      "madc.hi.u32 %7, q0, q4, %7;\n\t"
+      "}"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]),
+        "+r"(acc[6]), "+r"(acc[7])
+      : "r"(a), "r"(b0), "r"(b1), "r"(b2), "r"(b3));
+}
+
+// Chains of 1, 2 and 3 products (the triangle of a squaring), each with its carry word.
+CS_FN void chain1(u32* acc, u32 a, u32 b0) {
+  asm("{\n\t"
+      ".reg .u32 q<2>;\n\t"
+      "mov.u32 q0, %3;\n\t"
+      "mov.u32 q1, %4;\n\t"
+      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
+      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
+      "addc.u32 %2, %2, 0;\n\t"
+      "}"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2])
+      : "r"(a), "r"(b0));
+}
+CS_FN void chain2(u32* acc, u32 a, u32 b0, u32 b1) {
+  asm("{\n\t"
+      ".reg .u32 q<3>;\n\t"
+      "mov.u32 q0, %5;\n\t"
+      "mov.u32 q1, %6;\n\t"
+      "mov.u32 q2, %7;\n\t"
+      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
+      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
+      "madc.lo.cc.u32 %2, q0, q2, %2;\n\t"
+      "madc.hi.cc.u32 %3, q0, q2, %3;\n\t"
+      "addc.u32 %4, %4, 0;\n\t"
+      "}"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4])
+      : "r"(a), "r"(b0), "r"(b1));
+}
+CS_FN void chain3(u32* acc, u32 a, u32 b0, u32 b1, u32 b2) {
+  asm("{\n\t"
+      ".reg .u32 q<4>;\n\t"
+      "mov.u32 q0, %7;\n\t"
+      "mov.u32 q1, %8;\n\t"
+      "mov.u32 q2, %9;\n\t"
+      "mov.u32 q3, %10;\n\t"
+      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
+      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
+      "madc.lo.cc.u32 %2, q0, q2, %2;\n\t"
+      "madc.hi.cc.u32 %3, q0, q2, %3;\n\t"
+      "madc.lo.cc.u32 %4, q0, q3, %4;\n\t"
+      "madc.hi.cc.u32 %5, q0, q3, %5;\n\t"
+      "addc.u32 %6, %6, 0;\n\t"
+      "}"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]),
+        "+r"(acc[6])
+      : "r"(a), "r"(b0), "r"(b1), "r"(b2));
+}
+
+// t[0..16) = ev + (od shifted up one word); od[15] and the carry out are zero by size.
+CS_FN void merge_even_odd(u32 t[16], const u32 ev[17], const u32 od[16]) {
+#pragma unroll
+  for (int k = 0; k < 16; k++) t[k] = ev[k];
+  asm("{\n\t"
+      ".reg .u32 q<15>;\n\t"
+      "mov.u32 q0, %15;\n\t"
+      "mov.u32 q1, %16;\n\t"
+      "mov.u32 q2, %17;\n\t"
+      "mov.u32 q3, %18;\n\t"
+      "mov.u32 q4, %19;\n\t"
+      "mov.u32 q5, %20;\n\t"
+      "mov.u32 q6, %21;\n\t"
+      "mov.u32 q7, %22;\n\t"
+      "mov.u32 q8, %23;\n\t"
+      "mov.u32 q9, %24;\n\t"
+      "mov.u32 q10, %25;\n\t"
+      "mov.u32 q11, %26;\n\t"
+      "mov.u32 q12, %27;\n\t"
+      "mov.u32 q13, %28;\n\t"
+      "mov.u32 q14, %29;\n\t"
+      "add.cc.u32 %0, %0, q0;\n\t"
+      "addc.cc.u32 %1, %1, q1;\n\t"
+      "addc.cc.u32 %2, %2, q2;\n\t"
+      "addc.cc.u32 %3, %3, q3;\n\t"
+      "addc.cc.u32 %4, %4, q4;\n\t"
+      "addc.cc.u32 %5, %5, q5;\n\t"
+      "addc.cc.u32 %6, %6, q6;\n\t"
+      "addc.cc.u32 %7, %7, q7;\n\t"
+      "addc.cc.u32 %8, %8, q8;\n\t"
+      "addc.cc.u32 %9, %9, q9;\n\t"
+      "addc.cc.u32 %10, %10, q10;\n\t"
+      "addc.cc.u32 %11, %11, q11;\n\t"
+      "addc.cc.u32 %12, %12, q12;\n\t"
+      "addc.cc.u32 %13, %13, q13;\n\t"
+      "addc.u32 %14, %14, q14;\n\t"
+      "}"
+      : "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]), "+r"(t[7]),
+        "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11]), "+r"(t[12]), "+r"(t[13]), "+r"(t[14]),
+        "+r"(t[15])
+      : "r"(od[0]), "r"(od[1]), "r"(od[2]), "r"(od[3]), "r"(od[4]), "r"(od[5]), "r"(od[6]),
+        "r"(od[7]), "r"(od[8]), "r"(od[9]), "r"(od[10]), "r"(od[11]), "r"(od[12]), "r"(od[13]),
+        "r"(od[14]));
+}
+#endif
+
 // 256 x 256 -> 512-bit product.
 CS_FN void u256_mul_wide(u32 t[16], const fe& a, const fe& b) {
-#if CS_PTX
+#if CS_EVEN_ODD
+  u32 ev[17], od[16];
+#pragma unroll
+  for (int i = 0; i < 17; i++) ev[i] = 0;
+#pragma unroll
+  for (int i = 0; i < 16; i++) od[i] = 0;
+  const u32* B = b.v;
+#pragma unroll
+  for (int i = 0; i < 8; i += 2) {
+    // Row i (even): b_even lands on even words, b_odd on odd words.
+    chain4(ev + i, a.v[i], B[0], B[2], B[4], B[6]);
+    chain4(od + i, a.v[i], B[1], B[3], B[5], B[7]);
+    // Row i + 1 (odd): b_even lands on odd words, b_odd on even words.
+    chain4(od + i, a.v[i + 1], B[0], B[2], B[4], B[6]);
+    if (i + 1 == 7)
+      chain4_top(ev + i + 2, a.v[i + 1], B[1], B[3], B[5], B[7]);
+    else
+      chain4(ev + i + 2, a.v[i + 1], B[1], B[3], B[5], B[7]);
+  }
+  merge_even_odd(t, ev, od);
+#elif CS_PTX
 #pragma unroll
   for (int i = 0; i < 16; i++) t[i] = 0;
 #pragma unroll
   for (int i = 0; i < 8; i++) {
     // Low halves of a_i * b_j into t[i+j], carry into t[i+8].
-    asm("mad.lo.cc.u32 %0, %9, %10, %0;\n\t"
-        "madc.lo.cc.u32 %1, %9, %11, %1;\n\t"
-        "madc.lo.cc.u32 %2, %9, %12, %2;\n\t"
-        "madc.lo.cc.u32 %3, %9, %13, %3;\n\t"
-        "madc.lo.cc.u32 %4, %9, %14, %4;\n\t"
-        "madc.lo.cc.u32 %5, %9, %15, %5;\n\t"
-        "madc.lo.cc.u32 %6, %9, %16, %6;\n\t"
-        "madc.lo.cc.u32 %7, %9, %17, %7;\n\t"
-        "addc.u32 %8, %8, 0;"
+    asm("{\n\t"
+        ".reg .u32 q<9>;\n\t"
+        "mov.u32 q0, %9;\n\t"
+        "mov.u32 q1, %10;\n\t"
+        "mov.u32 q2, %11;\n\t"
+        "mov.u32 q3, %12;\n\t"
+        "mov.u32 q4, %13;\n\t"
+        "mov.u32 q5, %14;\n\t"
+        "mov.u32 q6, %15;\n\t"
+        "mov.u32 q7, %16;\n\t"
+        "mov.u32 q8, %17;\n\t"
+        "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
+        "madc.lo.cc.u32 %1, q0, q2, %1;\n\t"
+        "madc.lo.cc.u32 %2, q0, q3, %2;\n\t"
+        "madc.lo.cc.u32 %3, q0, q4, %3;\n\t"
+        "madc.lo.cc.u32 %4, q0, q5, %4;\n\t"
+        "madc.lo.cc.u32 %5, q0, q6, %5;\n\t"
+        "madc.lo.cc.u32 %6, q0, q7, %6;\n\t"
+        "madc.lo.cc.u32 %7, q0, q8, %7;\n\t"
+        "addc.u32 %8, %8, 0;\n\t"
+        "}"
         : "+r"(t[i]), "+r"(t[i + 1]), "+r"(t[i + 2]), "+r"(t[i + 3]), "+r"(t[i + 4]),
           "+r"(t[i + 5]), "+r"(t[i + 6]), "+r"(t[i + 7]), "+r"(t[i + 8])
         : "r"(a.v[i]), "r"(b.v[0]), "r"(b.v[1]), "r"(b.v[2]), "r"(b.v[3]), "r"(b.v[4]),
           "r"(b.v[5]), "r"(b.v[6]), "r"(b.v[7]));
     // High halves into t[i+1+j]; the row's total fits in i+9 words, so no carry leaves t[i+8].
-    asm("mad.hi.cc.u32 %0, %8, %9, %0;\n\t"
-        "madc.hi.cc.u32 %1, %8, %10, %1;\n\t"
-        "madc.hi.cc.u32 %2, %8, %11, %2;\n\t"
-        "madc.hi.cc.u32 %3, %8, %12, %3;\n\t"
-        "madc.hi.cc.u32 %4, %8, %13, %4;\n\t"
-        "madc.hi.cc.u32 %5, %8, %14, %5;\n\t"
-        "madc.hi.cc.u32 %6, %8, %15, %6;\n\t"
-        "madc.hi.u32 %7, %8, %16, %7;"
+    asm("{\n\t"
+        ".reg .u32 q<9>;\n\t"
+        "mov.u32 q0, %8;\n\t"
+        "mov.u32 q1, %9;\n\t"
+        "mov.u32 q2, %10;\n\t"
+        "mov.u32 q3, %11;\n\t"
+        "mov.u32 q4, %12;\n\t"
+        "mov.u32 q5, %13;\n\t"
+        "mov.u32 q6, %14;\n\t"
+        "mov.u32 q7, %15;\n\t"
+        "mov.u32 q8, %16;\n\t"
+        "mad.hi.cc.u32 %0, q0, q1, %0;\n\t"
+        "madc.hi.cc.u32 %1, q0, q2, %1;\n\t"
+        "madc.hi.cc.u32 %2, q0, q3, %2;\n\t"
+        "madc.hi.cc.u32 %3, q0, q4, %3;\n\t"
+        "madc.hi.cc.u32 %4, q0, q5, %4;\n\t"
+        "madc.hi.cc.u32 %5, q0, q6, %5;\n\t"
+        "madc.hi.cc.u32 %6, q0, q7, %6;\n\t"
+        "madc.hi.u32 %7, q0, q8, %7;\n\t"
+        "}"
         : "+r"(t[i + 1]), "+r"(t[i + 2]), "+r"(t[i + 3]), "+r"(t[i + 4]), "+r"(t[i + 5]),
           "+r"(t[i + 6]), "+r"(t[i + 7]), "+r"(t[i + 8])
         : "r"(a.v[i]), "r"(b.v[0]), "r"(b.v[1]), "r"(b.v[2]), "r"(b.v[3]), "r"(b.v[4]),
@@ -228,6 +466,73 @@ CS_FN void u256_mul_wide(u32 t[16], const fe& a, const fe& b) {
 #endif
 }
 
+// 256-bit square: the 28 products a_i a_j (i < j) once, doubled, plus the diagonal a_i^2.
+CS_FN void u256_sqr_wide(u32 t[16], const fe& a) {
+#if CS_EVEN_ODD
+  u32 ev[17], od[16];
+#pragma unroll
+  for (int i = 0; i < 17; i++) ev[i] = 0;
+#pragma unroll
+  for (int i = 0; i < 16; i++) od[i] = 0;
+  const u32* A = a.v;
+  // Row i: a_i a_j for j = i+1, i+3, ... at odd words 2i+1, ... (od from 2i); j = i+2, i+4, ... at
+  // even words 2i+2, ... (ev from 2i+2).
+  chain4(od + 0, A[0], A[1], A[3], A[5], A[7]);
+  chain3(ev + 2, A[0], A[2], A[4], A[6]);
+  chain3(od + 2, A[1], A[2], A[4], A[6]);
+  chain3(ev + 4, A[1], A[3], A[5], A[7]);
+  chain3(od + 4, A[2], A[3], A[5], A[7]);
+  chain2(ev + 6, A[2], A[4], A[6]);
+  chain2(od + 6, A[3], A[4], A[6]);
+  chain2(ev + 8, A[3], A[5], A[7]);
+  chain2(od + 8, A[4], A[5], A[7]);
+  chain1(ev + 10, A[4], A[6]);
+  chain1(od + 10, A[5], A[6]);
+  chain1(ev + 12, A[5], A[7]);
+  chain1(od + 12, A[6], A[7]);
+  u32 off[16];
+  merge_even_odd(off, ev, od);  // the triangle, below 2^(32*15)
+  // t = 2 off + sum a_i^2 2^(64 i): double by a shift chain, then one chain of the squares.
+  t[0] = off[0] << 1;
+#pragma unroll
+  for (int k = 1; k < 16; k++)
+    asm("shf.l.clamp.b32 %0, %1, %2, 1;" : "=r"(t[k]) : "r"(off[k - 1]), "r"(off[k]));
+  asm("{\n\t"
+      ".reg .u32 q<8>;\n\t"
+      "mov.u32 q0, %16;\n\t"
+      "mov.u32 q1, %17;\n\t"
+      "mov.u32 q2, %18;\n\t"
+      "mov.u32 q3, %19;\n\t"
+      "mov.u32 q4, %20;\n\t"
+      "mov.u32 q5, %21;\n\t"
+      "mov.u32 q6, %22;\n\t"
+      "mov.u32 q7, %23;\n\t"
+      "mad.lo.cc.u32 %0, q0, q0, %0;\n\t"
+      "madc.hi.cc.u32 %1, q0, q0, %1;\n\t"
+      "madc.lo.cc.u32 %2, q1, q1, %2;\n\t"
+      "madc.hi.cc.u32 %3, q1, q1, %3;\n\t"
+      "madc.lo.cc.u32 %4, q2, q2, %4;\n\t"
+      "madc.hi.cc.u32 %5, q2, q2, %5;\n\t"
+      "madc.lo.cc.u32 %6, q3, q3, %6;\n\t"
+      "madc.hi.cc.u32 %7, q3, q3, %7;\n\t"
+      "madc.lo.cc.u32 %8, q4, q4, %8;\n\t"
+      "madc.hi.cc.u32 %9, q4, q4, %9;\n\t"
+      "madc.lo.cc.u32 %10, q5, q5, %10;\n\t"
+      "madc.hi.cc.u32 %11, q5, q5, %11;\n\t"
+      "madc.lo.cc.u32 %12, q6, q6, %12;\n\t"
+      "madc.hi.cc.u32 %13, q6, q6, %13;\n\t"
+      "madc.lo.cc.u32 %14, q7, q7, %14;\n\t"
+      "madc.hi.u32 %15, q7, q7, %15;\n\t"
+      "}"
+      : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]),
+        "+r"(t[7]), "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11]), "+r"(t[12]), "+r"(t[13]),
+        "+r"(t[14]), "+r"(t[15])
+      : "r"(A[0]), "r"(A[1]), "r"(A[2]), "r"(A[3]), "r"(A[4]), "r"(A[5]), "r"(A[6]), "r"(A[7]));
+#else
+  u256_mul_wide(t, a, a);
+#endif
+}
+
 CS_FN void fe_mul(fe& r, const fe& a, const fe& b) {
   CS_COUNT_MUL();
   u32 t[16];
@@ -235,7 +540,12 @@ CS_FN void fe_mul(fe& r, const fe& a, const fe& b) {
   fe_reduce_wide(r, t);
 }
 
-CS_FN void fe_sqr(fe& r, const fe& a) { fe_mul(r, a, a); }
+CS_FN void fe_sqr(fe& r, const fe& a) {
+  CS_COUNT_MUL();
+  u32 t[16];
+  u256_sqr_wide(t, a);
+  fe_reduce_wide(r, t);
+}
 
 // a^e for the fixed exponent given by a generated word function (warp-uniform branches).
 #define CS_DEFINE_POW(name, expfn)                          \

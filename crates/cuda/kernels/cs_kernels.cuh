@@ -46,3 +46,31 @@ __device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 
                                   unsigned long long* out) {                               \
     cs_verify_entry<M, I, C, L>(in, stride, count, gtab, out);                             \
   }
+
+// Field arithmetic self-test: for operands a_i, b_i (8 words each, row-major), out_i holds the wide
+// products a·b and a² (16 words each), then a·b and a² mod p (8 words each): 48 words per item.
+// The backend runs it at open against the host build, so a miscompiled product never verifies.
+extern "C" __global__ void cs_field_check(const u32* a, const u32* b, u32 count, u32* out) {
+  const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  fe x, y, r;
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    x.v[j] = a[(size_t)i * 8 + j];
+    y.v[j] = b[(size_t)i * 8 + j];
+  }
+  u32* o = out + (size_t)i * 48;
+  u32 w[16];
+  u256_mul_wide(w, x, y);
+#pragma unroll
+  for (int j = 0; j < 16; j++) o[j] = w[j];
+  u256_sqr_wide(w, x);
+#pragma unroll
+  for (int j = 0; j < 16; j++) o[16 + j] = w[j];
+  fe_mul(r, x, y);
+#pragma unroll
+  for (int j = 0; j < 8; j++) o[32 + j] = r.v[j];
+  fe_sqr(r, x);
+#pragma unroll
+  for (int j = 0; j < 8; j++) o[40 + j] = r.v[j];
+}

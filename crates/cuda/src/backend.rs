@@ -17,6 +17,11 @@ use cudarc::driver::{
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
+use crate::codegen::Words;
+
+/// Operand pairs of the field self-test run at every open (edge values first, then random).
+const SELF_TEST_ITEMS: usize = 4096;
+
 /// Name under which the backend registers.
 pub const NAME: &str = "cuda";
 
@@ -193,6 +198,8 @@ struct Slot {
 struct Engine {
     ctx: Arc<CudaContext>,
     func: CudaFunction,
+    /// `cs_field_check`, the arithmetic self-test in the same module.
+    check: CudaFunction,
     gtab: DevBuf,
     slots: Vec<Slot>,
     cfg: CudaConfig,
@@ -291,6 +298,9 @@ impl Engine {
         let func = module
             .load_function(&cfg.kernel.name())
             .map_err(|e| device_err("cuModuleGetFunction", e))?;
+        let check = module
+            .load_function("cs_field_check")
+            .map_err(|e| device_err("cuModuleGetFunction", e))?;
         let max_threads = func
             .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
             .map_err(|e| device_err("cuFuncGetAttribute", e))?;
@@ -321,17 +331,67 @@ impl Engine {
             });
         }
         let res = kernel::parse_resources(&compiled.log);
-        Ok((
-            Engine {
-                ctx,
-                func,
-                gtab,
-                slots,
-                cfg,
-            },
-            res,
-            compiled.from_cache,
-        ))
+        let engine = Engine {
+            ctx,
+            func,
+            check,
+            gtab,
+            slots,
+            cfg,
+        };
+        // A product miscompiled for this device must never produce a verdict: check the kernel's
+        // field arithmetic against the host build before accepting work.
+        let (a, b) = host::field_check_inputs(SELF_TEST_ITEMS, 0x5e1f_7e57);
+        let got = engine.field_check(&a, &b)?;
+        if let Some(diff) = host::field_check_compare(&a, &b, &got).first() {
+            return Err(unavailable(format!(
+                "the GPU's field arithmetic disagrees with the host build ({}): {diff}",
+                cfg.kernel.name()
+            )));
+        }
+        Ok((engine, res, compiled.from_cache))
+    }
+
+    /// Runs `cs_field_check` over operand pairs: 48 result words per pair (see cs_kernels.cuh).
+    fn field_check(&self, a: &[Words], b: &[Words]) -> Result<Vec<[u32; 48]>, BackendError> {
+        let n = a.len().min(b.len());
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let flat = |v: &[Words]| v[..n].iter().flatten().copied().collect::<Vec<u32>>();
+        let (ha, hb) = (flat(a), flat(b));
+        let (da, db, dout) = (
+            DevBuf::new(n * 32)?,
+            DevBuf::new(n * 32)?,
+            DevBuf::new(n * 48 * 4)?,
+        );
+        // SAFETY: each buffer holds exactly the words copied; synchronous copies.
+        unsafe {
+            result::memcpy_htod_sync(da.ptr, &ha).map_err(|e| device_err("copy in", e))?;
+            result::memcpy_htod_sync(db.ptr, &hb).map_err(|e| device_err("copy in", e))?;
+        }
+        let stream = &self.slots[0].stream;
+        let cfg = LaunchConfig {
+            grid_dim: ((n as u32).div_ceil(128), 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (pa, pb, cnt, po) = (da.ptr, db.ptr, n as u32, dout.ptr);
+        let mut launch = stream.launch_builder(&self.check);
+        launch.arg(&pa).arg(&pb).arg(&cnt).arg(&po);
+        // SAFETY: argument types match cs_field_check; buffers are sized for n items.
+        unsafe { launch.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
+        stream
+            .synchronize()
+            .map_err(|e| device_err("synchronize", e))?;
+        let mut out = vec![0u32; n * 48];
+        // SAFETY: sizes as allocated; the stream has finished.
+        unsafe { result::memcpy_dtoh_sync(&mut out, dout.ptr) }
+            .map_err(|e| device_err("copy out", e))?;
+        Ok(out
+            .chunks_exact(48)
+            .map(|c| c.try_into().expect("48 words"))
+            .collect())
     }
 
     fn chunk_len(&self, len: usize) -> usize {
@@ -559,6 +619,15 @@ impl CudaBackend {
         Ok(Ticket { rx })
     }
 
+    /// The loaded module's field products on the GPU for operand pairs: for each pair the wide
+    /// a·b and a², then a·b and a² mod p (compare with [`host::field_check_compare`]).
+    pub fn field_check(&self, a: &[Words], b: &[Words]) -> Result<Vec<[u32; 48]>, BackendError> {
+        self.engine
+            .lock()
+            .map_err(|_| device_err("field check", "poisoned lock"))?
+            .field_check(a, b)
+    }
+
     /// Kernel-only time (ms, median of `reps` after a warm-up) over the whole batch, data already on
     /// the GPU, and the verdicts of that launch.
     pub fn time_kernel(&self, batch: &Batch, reps: usize) -> Result<(f32, Bitmap), BackendError> {
@@ -647,6 +716,7 @@ mod tests {
                     compress,
                     row_major,
                     max_registers: None,
+                    product: Default::default(),
                 };
                 let mut dst = vec![0xdead_beefu32; chunk_words(&k, mp)];
                 stage(&b, &k, i0, m, mp, &mut dst);

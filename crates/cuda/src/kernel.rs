@@ -26,6 +26,21 @@ pub struct KernelConfig {
     pub row_major: bool,
     /// Register cap per thread (`--maxrregcount`), trading registers for occupancy; None: ptxas's choice.
     pub max_registers: Option<u32>,
+    /// How the 256 × 256-bit products are formed on the GPU (the host build has one portable path).
+    pub product: Product,
+}
+
+/// The GPU's 256 × 256-bit product (an ablation switch; `EvenOdd` is the default).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+pub enum Product {
+    /// Row by row: a chain of low words, then a chain of high words (the first implementation).
+    RowChains,
+    /// Low and high word of each partial product in one chain, into even- and odd-offset
+    /// accumulators, which ptxas fuses into 64-bit IMAD.WIDE; squares formed by a dedicated routine.
+    #[default]
+    EvenOdd,
 }
 
 impl KernelConfig {
@@ -44,8 +59,12 @@ impl KernelConfig {
             .max_registers
             .map(|r| format!("_r{r}"))
             .unwrap_or_default();
+        let product = match self.product {
+            Product::RowChains => "_rowmul",
+            Product::EvenOdd => "",
+        };
         format!(
-            "cs_verify_{mode}_{inv}_{}_{}{cap}",
+            "cs_verify_{mode}_{inv}_{}_{}{cap}{product}",
             if self.compress { "ckey" } else { "fullkey" },
             if self.row_major { "rows" } else { "cols" }
         )
@@ -78,6 +97,7 @@ impl KernelConfig {
                             compress,
                             row_major,
                             max_registers: None,
+                            product: Product::EvenOdd,
                         });
                     }
                 }
@@ -85,6 +105,11 @@ impl KernelConfig {
         }
         // The default fast kernel is capped at 160 registers (no spills; 3 blocks of 128 per SM).
         v.push(KernelConfig::default_fast());
+        // The first product routine, kept for the ablation.
+        v.push(KernelConfig {
+            product: Product::RowChains,
+            ..KernelConfig::default_fast()
+        });
         v
     }
 
@@ -97,6 +122,7 @@ impl KernelConfig {
             compress: true,
             row_major: false,
             max_registers: Some(160),
+            product: Product::EvenOdd,
         }
     }
 }
@@ -318,6 +344,9 @@ pub fn compile_config(
     let mut opts = options(arch);
     if let Some(r) = cfg.max_registers {
         opts.push(format!("--maxrregcount={r}"));
+    }
+    if cfg.product == Product::RowChains {
+        opts.push("-DCS_ROW_CHAINS=1".into());
     }
     compile_cached_with(&src, arch, opts)
 }

@@ -3,7 +3,7 @@
 //! kernel-only time, medians of repeated runs after warm-up, every verdict checked.
 
 use crate::backend::{CudaBackend, CudaConfig};
-use crate::kernel::KernelConfig;
+use crate::kernel::{KernelConfig, Product};
 use crate::{Inversion, Mode};
 use chainsig_core::backend::BackendError;
 use chainsig_core::batch::Batch;
@@ -32,6 +32,8 @@ pub struct SweepRow {
     pub registers: u32,
     /// Bytes of register spill stores + loads ptxas reported for this kernel.
     pub spill_bytes: u32,
+    /// The kernel's symbol name (it spells out every switch, register cap and product included).
+    pub kernel: String,
 }
 
 /// One point to measure.
@@ -66,6 +68,7 @@ fn cfg(
             compress,
             row_major,
             max_registers: None,
+            product: Default::default(),
         },
         streams,
         block_size: block,
@@ -146,6 +149,15 @@ pub fn standard_plan(max_batch: usize) -> Vec<SweepPoint> {
                 }
             }
         }
+        for product in [Product::EvenOdd, Product::RowChains] {
+            // The product routine, in the default (register-capped) fast kernel and in paper mode.
+            let mut fast = CudaConfig::default();
+            fast.kernel.product = product;
+            push("product", fast, b, true);
+            let mut paper = cfg(Mode::Paper, Inversion::Euclid, true, false, 16, 128);
+            paper.kernel.product = product;
+            push("product", paper, b, true);
+        }
         push(
             "fig4_fermat",
             cfg(Mode::Paper, Inversion::Fermat, true, false, 16, 128),
@@ -176,16 +188,26 @@ pub fn regcap_plan(max_batch: usize) -> Vec<SweepPoint> {
             continue;
         }
         for mode in [Mode::Fast, Mode::Paper] {
-            for cap in [None, Some(168u32), Some(160), Some(144), Some(128)] {
-                for block in [128u32, 256] {
-                    let mut c = cfg(mode, Inversion::Euclid, true, false, 16, block);
-                    c.kernel.max_registers = cap;
-                    plan.push(SweepPoint {
-                        experiment: "regcap".into(),
-                        config: c,
-                        batch: b,
-                        kernel_only: true,
-                    });
+            for product in [Product::EvenOdd, Product::RowChains] {
+                for cap in [
+                    None,
+                    Some(192u32),
+                    Some(168),
+                    Some(160),
+                    Some(144),
+                    Some(128),
+                ] {
+                    for block in [128u32, 256] {
+                        let mut c = cfg(mode, Inversion::Euclid, true, false, 16, block);
+                        c.kernel.max_registers = cap;
+                        c.kernel.product = product;
+                        plan.push(SweepPoint {
+                            experiment: "regcap".into(),
+                            config: c,
+                            batch: b,
+                            kernel_only: true,
+                        });
+                    }
                 }
             }
         }
@@ -284,6 +306,7 @@ pub fn run_sweep(
         };
         let k = point.config.kernel;
         let row = SweepRow {
+            kernel: k.name(),
             experiment: point.experiment.clone(),
             mode: k.mode,
             inversion: k.inversion,
@@ -316,10 +339,10 @@ pub fn run_sweep(
 
 /// CSV of the rows (header first).
 pub fn to_csv(rows: &[SweepRow]) -> String {
-    let mut s = String::from("experiment,mode,inversion,compress,row_major,streams,block_size,batch,reps,e2e_ms,e2e_per_s,kernel_ms,kernel_per_s,registers,spill_bytes\n");
+    let mut s = String::from("experiment,mode,inversion,compress,row_major,streams,block_size,batch,reps,e2e_ms,e2e_per_s,kernel_ms,kernel_per_s,registers,spill_bytes,kernel\n");
     for r in rows {
         s.push_str(&format!(
-            "{},{:?},{:?},{},{},{},{},{},{},{:.4},{:.0},{},{},{},{}\n",
+            "{},{:?},{:?},{},{},{},{},{},{},{:.4},{:.0},{},{},{},{},{}\n",
             r.experiment,
             r.mode,
             r.inversion,
@@ -336,7 +359,8 @@ pub fn to_csv(rows: &[SweepRow]) -> String {
                 .map(|v| format!("{v:.0}"))
                 .unwrap_or_default(),
             r.registers,
-            r.spill_bytes
+            r.spill_bytes,
+            r.kernel
         ));
     }
     s

@@ -92,6 +92,7 @@ fn register_capped_variants_report() {
         for cap in [128, 96] {
             configs.push(KernelConfig {
                 max_registers: Some(cap),
+                product: Default::default(),
                 ..base
             });
         }
@@ -107,5 +108,82 @@ fn register_capped_variants_report() {
                 r.kernel, r.registers, r.stack_bytes, r.spill_stores, r.spill_loads
             );
         }
+    }
+}
+
+/// Registers an instruction of an inline-asm block reads that an earlier instruction of the same
+/// block wrote. NVVM assumes an asm reads every input before it writes any output, so such a read
+/// sees a register NVVM shared between an output and an input of equal value.
+fn asm_write_before_read(ptx: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut block: Option<Vec<&str>> = None;
+    for line in ptx.lines().map(str::trim) {
+        if line.contains("begin inline asm") {
+            block = Some(Vec::new());
+        } else if line.contains("end inline asm") {
+            let instrs = block.take().unwrap_or_default();
+            let mut written: Vec<&str> = Vec::new();
+            for ins in &instrs {
+                let Some((_, operands)) = ins.trim_end_matches(';').split_once(char::is_whitespace)
+                else {
+                    continue;
+                };
+                let mut regs = operands.split(',').map(str::trim);
+                let Some(dst) = regs.next() else { continue };
+                for src in regs.filter(|r| r.starts_with('%')) {
+                    if written.contains(&src) {
+                        found.push(format!("{src} read after written in: {}", instrs.join(" ")));
+                    }
+                }
+                if dst.starts_with('%') {
+                    written.push(dst);
+                }
+            }
+        } else if let Some(b) = block.as_mut() {
+            if !line.is_empty() {
+                b.push(line);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn inline_asm_reads_its_inputs_before_writing() {
+    assert!(
+        !asm_write_before_read("// begin inline asm\nadd.cc.u32 %r1, %r1, %r2;\naddc.u32 %r3, %r1, 0;\n// end inline asm").is_empty(),
+        "the scanner must see a hazard"
+    );
+    if !kernel::nvrtc_available() {
+        assert!(
+            std::env::var("CHAINSIG_REQUIRE_NVRTC").as_deref() != Ok("1"),
+            "CHAINSIG_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded (LD_LIBRARY_PATH?)"
+        );
+        eprintln!("skipped: libnvrtc not found; run crates/cuda/ci/nvrtc-check.sh");
+        return;
+    }
+    // The default kernel (even/odd products) and the row-chain ablation, as PTX.
+    let src = kernel::source(&chainsig_core::curve::SM2, &[KernelConfig::default_fast()])
+        .expect("kernel source");
+    for extra in [None, Some("-DCS_ROW_CHAINS=1")] {
+        let opts = cudarc::nvrtc::CompileOptions {
+            arch: Some("compute_90"),
+            options: ["--std=c++17"]
+                .into_iter()
+                .chain(extra)
+                .map(String::from)
+                .collect(),
+            ..Default::default()
+        };
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&src, opts)
+            .expect("NVRTC PTX compile")
+            .to_src();
+        assert!(ptx.contains("begin inline asm"), "no inline asm in the PTX");
+        let hazards = asm_write_before_read(&ptx);
+        assert!(
+            hazards.is_empty(),
+            "{extra:?}: {:#?}",
+            &hazards[..hazards.len().min(3)]
+        );
     }
 }
