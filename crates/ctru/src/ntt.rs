@@ -102,6 +102,41 @@ struct Layer {
     inverse: Vec<Twiddle>,
 }
 
+/// One forward layer's constants as plain words, for a backend that runs the same transform elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerTables {
+    /// Children per block (2 or 3 in the shipped plans).
+    pub radix: usize,
+    /// Coefficients per block at the input of this layer.
+    pub block_len: usize,
+    /// Forward twiddles as (w, ⌊w·2^32/Q⌋), in the order the CPU transform reads them.
+    pub forward: Vec<[u32; 2]>,
+    /// Inverse twiddles as (w, ⌊w·2^32/Q⌋), in the order the CPU transform reads them.
+    pub inverse: Vec<[u32; 2]>,
+}
+
+/// Every constant of an [`NttMultiplier`], exported (read-only copies) so a GPU backend computes with
+/// the very same tables and can be checked against this code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NttTables {
+    /// The NTT prime Q.
+    pub prime: u32,
+    /// Transform length N.
+    pub len: usize,
+    /// Ring degree n.
+    pub n: usize,
+    /// Forward layers, outermost first (the inverse runs them in reverse).
+    pub layers: Vec<LayerTables>,
+    /// Degree b of the leaf rings.
+    pub leaf_len: usize,
+    /// ζ·2^32 mod Q per leaf.
+    pub leaf_zeta_mont: Vec<u32>,
+    /// leaves⁻¹·2^32 mod Q with its Shoup quotient.
+    pub final_scale: [u32; 2],
+    /// −Q⁻¹ mod 2^32.
+    pub neg_q_inv: u32,
+}
+
 /// Precomputed tables for one parameter set's fast multiplication.
 #[derive(Debug, Clone)]
 pub struct NttMultiplier {
@@ -221,6 +256,30 @@ impl NttMultiplier {
             final_scale,
             neg_q_inv: q_inv.wrapping_neg(),
             barrett: ((1u128 << 64) / q64 as u128) as u64,
+        }
+    }
+
+    /// A copy of every table, for a backend that runs this transform on other hardware.
+    pub fn tables(&self) -> NttTables {
+        let pair = |t: &Twiddle| [t.w, t.w_shoup];
+        NttTables {
+            prime: self.prime,
+            len: self.len,
+            n: self.n,
+            layers: self
+                .layers
+                .iter()
+                .map(|l| LayerTables {
+                    radix: l.radix,
+                    block_len: l.block_len,
+                    forward: l.forward.iter().map(pair).collect(),
+                    inverse: l.inverse.iter().map(pair).collect(),
+                })
+                .collect(),
+            leaf_len: self.leaf_len,
+            leaf_zeta_mont: self.leaf_zeta_mont.clone(),
+            final_scale: pair(&self.final_scale),
+            neg_q_inv: self.neg_q_inv,
         }
     }
 
