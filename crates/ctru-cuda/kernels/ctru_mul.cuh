@@ -221,31 +221,53 @@ CTRU_FN void ctru_tc_batch_unit(int prod, const i16* batch, int n, int count, in
   }
 }
 
-// Fragment operations: WMMA on the device, a plain 16 × 16 × 16 integer product on the host (the host
-// build checks the tiling, digits and recombination; the int8 MMA itself is the hardware's).
+// Fragment operations: WMMA m16n16k16 int8 on the device, a plain 16 × 16 × 16 integer product on
+// the host (the host build checks the tiling, digits and recombination; the MMA itself is the
+// hardware's). The device side calls the compiler's WMMA builtins, the ones <mma.h>'s
+// load_matrix_sync / mma_sync / store_matrix_sync wrap for signed char, because NVRTC without a CUDA
+// toolkit installation has no <mma.h> to include. Fragments: 8 int8 of A and of B, 8 int32 of the
+// accumulator per lane; layout codes 0 = row-major, 1 = column-major; mma layout 1 = A row, B col.
 #if defined(CTRU_WMMA)
-typedef nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, signed char, nvcuda::wmma::row_major>
-    ctru_frag_a;
-typedef nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, signed char, nvcuda::wmma::col_major>
-    ctru_frag_b;
-typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, int> ctru_frag_c;
-#define CTRU_FRAG_ZERO(c) nvcuda::wmma::fill_fragment(c, 0)
-#define CTRU_FRAG_LOAD(f, ptr) nvcuda::wmma::load_matrix_sync(f, ptr, 16)
-#define CTRU_FRAG_MMA(c, a, b) nvcuda::wmma::mma_sync(c, a, b, c)
-#define CTRU_FRAG_STORE(ptr, c) nvcuda::wmma::store_matrix_sync(ptr, c, 16, nvcuda::wmma::mem_col_major)
+struct ctru_frag_a {
+  int x[2];
+};
+struct ctru_frag_b {
+  int x[2];
+};
+struct ctru_frag_c {
+  int x[8];
+};
+#define CTRU_FRAG_C_LEN 8
+__device__ __forceinline__ void ctru_frag_zero(ctru_frag_c& c) {
+  for (int e = 0; e < 8; e++) c.x[e] = 0;
+}
+__device__ __forceinline__ void ctru_frag_load(ctru_frag_a& f, const i8* ptr) {
+  __imma_m16n16k16_ld_a_s8(f.x, (const int*)ptr, 16, 0);
+}
+__device__ __forceinline__ void ctru_frag_load(ctru_frag_b& f, const i8* ptr) {
+  __imma_m16n16k16_ld_b_s8(f.x, (const int*)ptr, 16, 1);
+}
+__device__ __forceinline__ void ctru_frag_mma(ctru_frag_c& c, const ctru_frag_a& a, const ctru_frag_b& b) {
+  __imma_m16n16k16_mma_s8(c.x, a.x, b.x, c.x, 1, 0);
+}
+__device__ __forceinline__ void ctru_frag_store(int* ptr, const ctru_frag_c& c) {
+  __imma_m16n16k16_st_c_i32(ptr, c.x, 16, 1);
+}
+#define CTRU_FRAG_ZERO(c) ctru_frag_zero(c)
+#define CTRU_FRAG_LOAD(f, ptr) ctru_frag_load(f, ptr)
+#define CTRU_FRAG_MMA(c, a, b) ctru_frag_mma(c, a, b)
+#define CTRU_FRAG_STORE(ptr, c) ctru_frag_store(ptr, c)
 #else
 struct ctru_frag_a {
-  static const int num_elements = 256;
   i8 x[256];  // x[r·16 + k]
 };
 struct ctru_frag_b {
-  static const int num_elements = 256;
   i8 x[256];  // x[col·16 + k]
 };
 struct ctru_frag_c {
-  static const int num_elements = 256;
   int x[256];  // x[col·16 + r]
 };
+#define CTRU_FRAG_C_LEN 256
 #define CTRU_FRAG_ZERO(c) ctru_host_zero(c)
 #define CTRU_FRAG_LOAD(f, ptr) ctru_host_load(f, ptr)
 #define CTRU_FRAG_MMA(c, a, b) ctru_host_mma(c, a, b)
@@ -328,7 +350,7 @@ CTRU_UNROLL
   for (int i = 0; i < 2; i++)
 CTRU_UNROLL
     for (int j = 0; j < 2; j++) {
-      for (int e = 0; e < acc0[i][j].num_elements; e++) acc0[i][j].x[e] += scale * acc1[i][j].x[e];
+      for (int e = 0; e < CTRU_FRAG_C_LEN; e++) acc0[i][j].x[e] += scale * acc1[i][j].x[e];
       CTRU_SYNCWARP();
       CTRU_FRAG_STORE(stage, acc0[i][j]);
       CTRU_SYNCWARP();

@@ -23,11 +23,11 @@ pub const KERNEL_NAMES: [&str; 12] = [
     "ctru_tc_gemm_q2",
 ];
 
-/// The full CUDA C++ source: types, WMMA header, the shared arithmetic, the kernels.
+/// The full CUDA C++ source: types, the shared arithmetic (device WMMA path on), the kernels.
 pub fn source() -> String {
     let mut s = String::new();
     s.push_str(TYPES);
-    s.push_str("\n#define CTRU_WMMA 1\n#include <mma.h>\n");
+    s.push_str("\n#define CTRU_WMMA 1\n");
     s.push_str(MUL);
     s.push('\n');
     s.push_str(KERNELS);
