@@ -686,6 +686,33 @@ mod tests {
     }
 
     #[test]
+    fn exported_tables_describe_the_plan() {
+        for set in ParamSet::ALL {
+            let p = set.params();
+            let t = multiplier(set).tables();
+            assert_eq!((t.prime, t.len, t.n), (p.ntt.prime, p.ntt.len, p.n));
+            let radices: Vec<usize> = t.layers.iter().map(|l| l.radix).collect();
+            assert_eq!(radices, p.ntt.radices);
+            let mut blocks = 1;
+            for l in &t.layers {
+                let per_block = if l.radix == 2 {
+                    1
+                } else {
+                    l.radix * (l.radix - 1)
+                };
+                assert_eq!(l.forward.len(), blocks * per_block);
+                assert_eq!(l.inverse.len(), blocks * per_block);
+                assert_eq!(l.block_len, p.ntt.len / blocks);
+                assert!(l.forward.iter().all(|w| w[0] < t.prime));
+                blocks *= l.radix;
+            }
+            assert_eq!(t.leaf_zeta_mont.len(), p.ntt.leaves());
+            assert_eq!(t.leaf_len, p.ntt.leaf_len());
+            assert_eq!(t.prime.wrapping_mul(t.neg_q_inv.wrapping_neg()), 1);
+        }
+    }
+
+    #[test]
     fn vectorised_and_portable_transforms_agree() {
         for set in ParamSet::ALL {
             let m = multiplier(set);
