@@ -20,9 +20,11 @@ fn device_err(what: &'static str, e: impl std::fmt::Debug) -> Error {
 /// Median times of one batch size, in milliseconds, from CUDA events.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {
-    /// The per-batch kernels alone, data already on the device.
+    /// The per-batch kernels alone, data already on the device (Tensor Cores: the batch digit split and
+    /// the GEMM; NTT and schoolbook: their one kernel).
     pub kernel_ms: f64,
-    /// Copy in, the kernels, copy out.
+    /// Copy of the prepared i16 batch in (pageable memory), the kernels, copy of the i16 results out.
+    /// The host-side checks and centering ([`crate::prepare`]) are not included.
     pub end_to_end_ms: f64,
     /// The per-shared-operand setup, once (schoolbook: upload; NTT: host transform and upload; Tensor
     /// Cores: matrix build on the device).
