@@ -102,6 +102,41 @@ struct Layer {
     inverse: Vec<Twiddle>,
 }
 
+/// One forward layer's constants as plain words, for a backend that runs the same transform elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerTables {
+    /// Children per block (2 or 3 in the shipped plans).
+    pub radix: usize,
+    /// Coefficients per block at the input of this layer.
+    pub block_len: usize,
+    /// Forward twiddles as (w, ⌊w·2^32/Q⌋), in the order the CPU transform reads them.
+    pub forward: Vec<[u32; 2]>,
+    /// Inverse twiddles as (w, ⌊w·2^32/Q⌋), in the order the CPU transform reads them.
+    pub inverse: Vec<[u32; 2]>,
+}
+
+/// Every constant of an [`NttMultiplier`], exported (read-only copies) so a GPU backend computes with
+/// the very same tables and can be checked against this code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NttTables {
+    /// The NTT prime Q.
+    pub prime: u32,
+    /// Transform length N.
+    pub len: usize,
+    /// Ring degree n.
+    pub n: usize,
+    /// Forward layers, outermost first (the inverse runs them in reverse).
+    pub layers: Vec<LayerTables>,
+    /// Degree b of the leaf rings.
+    pub leaf_len: usize,
+    /// ζ·2^32 mod Q per leaf.
+    pub leaf_zeta_mont: Vec<u32>,
+    /// leaves⁻¹·2^32 mod Q with its Shoup quotient.
+    pub final_scale: [u32; 2],
+    /// −Q⁻¹ mod 2^32.
+    pub neg_q_inv: u32,
+}
+
 /// Precomputed tables for one parameter set's fast multiplication.
 #[derive(Debug, Clone)]
 pub struct NttMultiplier {
@@ -221,6 +256,30 @@ impl NttMultiplier {
             final_scale,
             neg_q_inv: q_inv.wrapping_neg(),
             barrett: ((1u128 << 64) / q64 as u128) as u64,
+        }
+    }
+
+    /// A copy of every table, for a backend that runs this transform on other hardware.
+    pub fn tables(&self) -> NttTables {
+        let pair = |t: &Twiddle| [t.w, t.w_shoup];
+        NttTables {
+            prime: self.prime,
+            len: self.len,
+            n: self.n,
+            layers: self
+                .layers
+                .iter()
+                .map(|l| LayerTables {
+                    radix: l.radix,
+                    block_len: l.block_len,
+                    forward: l.forward.iter().map(pair).collect(),
+                    inverse: l.inverse.iter().map(pair).collect(),
+                })
+                .collect(),
+            leaf_len: self.leaf_len,
+            leaf_zeta_mont: self.leaf_zeta_mont.clone(),
+            final_scale: pair(&self.final_scale),
+            neg_q_inv: self.neg_q_inv,
         }
     }
 
@@ -623,6 +682,33 @@ mod tests {
             let (lo, hi) = p.unpacked_f_range();
             assert!(m.small_limit_q2() >= lo.abs().max(hi.abs()), "{set}: c·f");
             assert_eq!(m.leaf_len(), p.ntt.leaf_len());
+        }
+    }
+
+    #[test]
+    fn exported_tables_describe_the_plan() {
+        for set in ParamSet::ALL {
+            let p = set.params();
+            let t = multiplier(set).tables();
+            assert_eq!((t.prime, t.len, t.n), (p.ntt.prime, p.ntt.len, p.n));
+            let radices: Vec<usize> = t.layers.iter().map(|l| l.radix).collect();
+            assert_eq!(radices, p.ntt.radices);
+            let mut blocks = 1;
+            for l in &t.layers {
+                let per_block = if l.radix == 2 {
+                    1
+                } else {
+                    l.radix * (l.radix - 1)
+                };
+                assert_eq!(l.forward.len(), blocks * per_block);
+                assert_eq!(l.inverse.len(), blocks * per_block);
+                assert_eq!(l.block_len, p.ntt.len / blocks);
+                assert!(l.forward.iter().all(|w| w[0] < t.prime));
+                blocks *= l.radix;
+            }
+            assert_eq!(t.leaf_zeta_mont.len(), p.ntt.leaves());
+            assert_eq!(t.leaf_len, p.ntt.leaf_len());
+            assert_eq!(t.prime.wrapping_mul(t.neg_q_inv.wrapping_neg()), 1);
         }
     }
 

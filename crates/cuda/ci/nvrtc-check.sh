@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compiles every chainsig-cuda kernel with NVRTC 13.0 for sm_90 and fails on register spills.
+# Compiles every chainsig-cuda and chainsig-ctru-cuda kernel with NVRTC 13.0 for sm_90 and fails on
+# register spills.
 # Needs no GPU: installs the nvidia-cuda-nvrtc wheel into a private folder and points the loader at it.
 # Usage: crates/cuda/ci/nvrtc-check.sh   (from anywhere; CHAINSIG_CACHE_DIR may name a cache to fill)
 set -euo pipefail
@@ -23,3 +24,4 @@ if [ -z "${CHAINSIG_CACHE_DIR:-}" ]; then
 fi
 cd "$repo"
 cargo test -p chainsig-cuda --test nvrtc -- --nocapture
+cargo test -p chainsig-ctru-cuda --test nvrtc -- --nocapture

@@ -1,0 +1,47 @@
+//! The kernel source and its compilation: NVRTC to CUBIN for the device's architecture through
+//! `chainsig_cuda::kernel::compile_cached_with` (same options, same on-disk cache).
+
+use chainsig_cuda::kernel::{self as cs, Compiled};
+
+const TYPES: &str = include_str!("../kernels/ctru_types.h");
+const MUL: &str = include_str!("../kernels/ctru_mul.cuh");
+const KERNELS: &str = include_str!("../kernels/ctru_kernels.cuh");
+
+/// Every kernel symbol in the module.
+pub const KERNEL_NAMES: [&str; 12] = [
+    "ctru_school_q",
+    "ctru_school_q2",
+    "ctru_ntt_q_b3",
+    "ctru_ntt_q_b5",
+    "ctru_ntt_q_b7",
+    "ctru_ntt_q2_b3",
+    "ctru_ntt_q2_b5",
+    "ctru_ntt_q2_b7",
+    "ctru_tc_matrix",
+    "ctru_tc_batch",
+    "ctru_tc_gemm_q",
+    "ctru_tc_gemm_q2",
+];
+
+/// The full CUDA C++ source: types, the shared arithmetic (device WMMA path on), the kernels.
+pub fn source() -> String {
+    let mut s = String::new();
+    s.push_str(TYPES);
+    s.push_str("\n#define CTRU_WMMA 1\n");
+    s.push_str(MUL);
+    s.push('\n');
+    s.push_str(KERNELS);
+    s
+}
+
+/// NVRTC options for an architecture such as "sm_90" (those of chainsig-cuda).
+pub fn options(arch: &str) -> Vec<String> {
+    cs::options(arch)
+}
+
+/// Compiles (or loads from the cache) the module for `arch`.
+pub fn compile(arch: &str) -> Result<Compiled, String> {
+    cs::compile_cached_with(&source(), arch, options(arch))
+}
+
+pub use chainsig_cuda::kernel::{nvrtc_available, parse_resources, Resources};
