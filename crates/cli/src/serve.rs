@@ -1,0 +1,87 @@
+//! `chainsig serve`: arguments for the signing and verification service in `chainsig-server`.
+//!
+//! Options the server does not implement yet (gRPC, TLS) are refused with a clear error rather
+//! than ignored: a service an operator believes to be encrypted must not silently run in clear.
+
+use crate::backends;
+use anyhow::bail;
+use chainsig_server::batcher::BatcherConfig;
+use chainsig_server::{Limits, ServeOptions};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Address for HTTP (JSON-RPC at POST /, REST, /metrics), e.g. 127.0.0.1:8545.
+    #[arg(long)]
+    http: SocketAddr,
+    /// Address for gRPC (not implemented yet).
+    #[arg(long)]
+    grpc: Option<SocketAddr>,
+    /// Directory of keystore v3 files NAME.json, each with its password in NAME.pass.
+    #[arg(long)]
+    keys: PathBuf,
+    /// File of bearer tokens, one a line; without it no authentication is asked.
+    #[arg(long)]
+    auth_tokens: Option<PathBuf>,
+    /// TLS certificate chain, PEM (not implemented yet).
+    #[arg(long)]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key, PEM (not implemented yet).
+    #[arg(long)]
+    tls_key: Option<PathBuf>,
+    /// CA whose client certificates are accepted (mTLS; not implemented yet).
+    #[arg(long)]
+    client_ca: Option<PathBuf>,
+    /// Verification backend: auto (GPU for large batches when present, else CPU), cpu or cuda.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = 16 << 20)]
+    max_body: usize,
+    /// Most calls in one JSON-RPC batch.
+    #[arg(long, default_value_t = 1024)]
+    max_batch: usize,
+    /// Most records in one verify or recover call.
+    #[arg(long, default_value_t = 65536)]
+    max_records: usize,
+    /// How long verification requests wait to be gathered into one batch, in microseconds.
+    #[arg(long, default_value_t = 2000)]
+    verify_window_us: u64,
+    /// Logs as JSON lines.
+    #[arg(long)]
+    log_json: bool,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    if args.grpc.is_some() {
+        bail!("--grpc: the gRPC front end is not implemented yet; serve HTTP only (--http)");
+    }
+    if args.tls_cert.is_some() || args.tls_key.is_some() || args.client_ca.is_some() {
+        bail!("--tls-cert/--tls-key/--client-ca: TLS is not implemented yet; terminate TLS in front of the server or run without these options");
+    }
+    let registry = backends::registry(&args.backend);
+    if args.backend != "auto" {
+        registry.get(&args.backend)?;
+    }
+    let options = ServeOptions {
+        http: args.http,
+        keys: args.keys,
+        auth_tokens: args.auth_tokens,
+        limits: Limits {
+            body_bytes: args.max_body,
+            batch_requests: args.max_batch.max(1),
+            records_per_call: args.max_records,
+        },
+        batcher: BatcherConfig {
+            window: Duration::from_micros(args.verify_window_us),
+            backend: args.backend,
+            ..BatcherConfig::default()
+        },
+        log_json: args.log_json,
+    };
+    chainsig_server::run(options, registry).map_err(anyhow::Error::msg)?;
+    Ok(ExitCode::SUCCESS)
+}
