@@ -1,11 +1,13 @@
 //! `chainsig serve`: arguments for the signing and verification service in `chainsig-server`.
 //!
-//! Options the server does not implement yet (gRPC, TLS) are refused with a clear error rather
-//! than ignored: a service an operator believes to be encrypted must not silently run in clear.
+//! Options the server does not implement yet (gRPC) are refused with a clear error rather than
+//! ignored, and TLS options that are incomplete are refused too: a service an operator believes
+//! to be encrypted, or to check client certificates, must never silently run without.
 
 use crate::backends;
 use anyhow::bail;
 use chainsig_server::batcher::BatcherConfig;
+use chainsig_server::tls::TlsFiles;
 use chainsig_server::{Limits, ServeOptions};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -26,13 +28,13 @@ pub struct ServeArgs {
     /// File of bearer tokens, one a line; without it no authentication is asked.
     #[arg(long)]
     auth_tokens: Option<PathBuf>,
-    /// TLS certificate chain, PEM (not implemented yet).
+    /// TLS certificate chain, PEM, leaf first: serve HTTPS on --http.
     #[arg(long)]
     tls_cert: Option<PathBuf>,
-    /// TLS private key, PEM (not implemented yet).
+    /// The TLS certificate's private key, PEM.
     #[arg(long)]
     tls_key: Option<PathBuf>,
-    /// CA whose client certificates are accepted (mTLS; not implemented yet).
+    /// CA whose client certificates are required and accepted (mutual TLS).
     #[arg(long)]
     client_ca: Option<PathBuf>,
     /// Verification backend: auto (GPU for large batches when present, else CPU), cpu or cuda.
@@ -59,9 +61,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if args.grpc.is_some() {
         bail!("--grpc: the gRPC front end is not implemented yet; serve HTTP only (--http)");
     }
-    if args.tls_cert.is_some() || args.tls_key.is_some() || args.client_ca.is_some() {
-        bail!("--tls-cert/--tls-key/--client-ca: TLS is not implemented yet; terminate TLS in front of the server or run without these options");
-    }
+    let tls = match (args.tls_cert, args.tls_key, args.client_ca) {
+        (None, None, None) => None,
+        (Some(cert), Some(key), client_ca) => Some(TlsFiles {
+            cert,
+            key,
+            client_ca,
+        }),
+        (None, _, Some(_)) => bail!("--client-ca: needs --tls-cert and --tls-key"),
+        (Some(_), None, _) => bail!("--tls-cert: needs --tls-key"),
+        (None, Some(_), _) => bail!("--tls-key: needs --tls-cert"),
+    };
     let registry = backends::registry(&args.backend);
     if args.backend != "auto" {
         registry.get(&args.backend)?;
@@ -70,6 +80,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         http: args.http,
         keys: args.keys,
         auth_tokens: args.auth_tokens,
+        tls,
         limits: Limits {
             body_bytes: args.max_body,
             batch_requests: args.max_batch.max(1),

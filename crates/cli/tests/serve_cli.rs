@@ -1,5 +1,6 @@
 //! `chainsig serve` through the built binary: it starts on a keys directory, answers on the
-//! address it logs, refuses the options it does not implement, and exits 0 on SIGTERM.
+//! address it logs, refuses gRPC (not implemented) and incomplete TLS options, and exits 0 on
+//! SIGTERM.
 
 use chainsig_eth::keystore::{self, Kdf};
 use chainsig_eth::PrivateKey;
@@ -126,9 +127,15 @@ fn serves_until_sigterm_and_exits_zero() {
 #[test]
 fn refuses_options_it_does_not_implement() {
     let dir = keys_dir("refuse");
-    for extra in [
-        vec!["--grpc", "127.0.0.1:0"],
-        vec!["--tls-cert", "c.pem", "--tls-key", "k.pem"],
+    for (extra, needle) in [
+        (vec!["--grpc", "127.0.0.1:0"], "not implemented"),
+        (vec!["--tls-cert", "c.pem"], "--tls-cert: needs --tls-key"),
+        (vec!["--tls-key", "k.pem"], "--tls-key: needs --tls-cert"),
+        (vec!["--client-ca", "ca.pem"], "--client-ca: needs"),
+        (
+            vec!["--tls-cert", "missing.pem", "--tls-key", "k.pem"],
+            "--tls-cert missing.pem",
+        ),
     ] {
         let output = chainsig()
             .args(["serve", "--http", "127.0.0.1:0", "--keys"])
@@ -138,7 +145,7 @@ fn refuses_options_it_does_not_implement() {
             .unwrap();
         assert_eq!(output.status.code(), Some(2), "{extra:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("not implemented"), "{extra:?}: {stderr}");
+        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
     }
     // A keys directory without keys is an error that names it.
     let empty = TempDir::new("empty");

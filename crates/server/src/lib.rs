@@ -7,6 +7,7 @@
 //! * [`auth`]: bearer tokens compared in constant time; who sent each request, for the audit log.
 //! * [`metrics`]: Prometheus counters and latency histograms.
 //! * [`batcher`]: verification requests from concurrent callers gathered into batches.
+//! * [`tls`]: TLS and mutual TLS through rustls.
 //!
 //! Every signature writes one audit line (tracing target `audit`): client, method, key address
 //! and the transaction or message hash; never a key, a password or a token.
@@ -17,6 +18,7 @@ pub mod keys;
 pub mod metrics;
 pub mod rest;
 pub mod rpc;
+pub mod tls;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::StatusCode;
@@ -144,12 +146,38 @@ pub async fn serve(
         .await
 }
 
+/// Serves HTTPS on `listener` with the rustls configuration `tls` until `shutdown` completes,
+/// then finishes the requests in flight.
+pub async fn serve_tls(
+    listener: std::net::TcpListener,
+    state: Arc<AppState>,
+    tls: Arc<rustls::ServerConfig>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let handle = axum_server::Handle::new();
+    let stopper = handle.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        stopper.graceful_shutdown(None);
+    });
+    axum_server::from_tcp_rustls(
+        listener,
+        axum_server::tls_rustls::RustlsConfig::from_config(tls),
+    )?
+    .handle(handle)
+    .serve(app)
+    .await
+}
+
 /// What `chainsig serve` asks for.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
     pub http: SocketAddr,
     pub keys: PathBuf,
     pub auth_tokens: Option<PathBuf>,
+    /// HTTPS instead of HTTP when given.
+    pub tls: Option<tls::TlsFiles>,
     pub limits: Limits,
     pub batcher: BatcherConfig,
     /// Logs as JSON lines instead of text.
@@ -171,19 +199,31 @@ pub fn run(options: ServeOptions, registry: Registry) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let tls = match &options.tls {
+        Some(files) => Some(files.load()?),
+        None => None,
+    };
+    let listener = std::net::TcpListener::bind(options.http)
+        .map_err(|e| format!("--http {}: cannot listen: {e}", options.http))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("--http {}: {e}", options.http))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("--http {local}: {e}"))?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(options.http)
-            .await
-            .map_err(|e| format!("--http {}: cannot listen: {e}", options.http))?;
-        let local = listener
-            .local_addr()
-            .map_err(|e| format!("--http {}: {e}", options.http))?;
         let keys = signer.addresses().len();
         let state = AppState::new(signer, registry, tokens, options.limits, options.batcher);
-        tracing::info!(http = %local, keys, backends = ?state.registry.names(), "listening");
-        serve(listener, state, shutdown_signal())
-            .await
-            .map_err(|e| format!("server failed: {e}"))?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        tracing::info!(http = %local, scheme, mtls = options.tls.as_ref().is_some_and(|t| t.client_ca.is_some()), keys, backends = ?state.registry.names(), "listening");
+        let served = match tls {
+            Some(tls) => serve_tls(listener, state, tls, shutdown_signal()).await,
+            None => match tokio::net::TcpListener::from_std(listener) {
+                Ok(listener) => serve(listener, state, shutdown_signal()).await,
+                Err(e) => Err(e),
+            },
+        };
+        served.map_err(|e| format!("server failed: {e}"))?;
         tracing::info!("stopped after finishing the requests in flight");
         Ok(())
     })
