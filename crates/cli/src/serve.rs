@@ -7,6 +7,7 @@
 use crate::backends;
 use anyhow::bail;
 use chainsig_server::batcher::BatcherConfig;
+use chainsig_server::ratelimit::RateLimit;
 use chainsig_server::tls::TlsFiles;
 use chainsig_server::{Limits, ServeOptions};
 use std::net::SocketAddr;
@@ -49,6 +50,12 @@ pub struct ServeArgs {
     /// Most records in one verify or recover call.
     #[arg(long, default_value_t = 65536)]
     max_records: usize,
+    /// Requests per second each client may send (by token, or by IP without --auth-tokens).
+    #[arg(long)]
+    rate_limit: Option<f64>,
+    /// Requests a client may send at once before --rate-limit applies (default: one second's worth, at least 1).
+    #[arg(long)]
+    rate_burst: Option<f64>,
     /// How long verification requests wait to be gathered into one batch, in microseconds.
     #[arg(long, default_value_t = 2000)]
     verify_window_us: u64,
@@ -72,6 +79,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         (Some(_), None, _) => bail!("--tls-cert: needs --tls-key"),
         (None, Some(_), _) => bail!("--tls-key: needs --tls-cert"),
     };
+    let rate = match args.rate_limit {
+        None if args.rate_burst.is_some() => bail!("--rate-burst: needs --rate-limit"),
+        None => None,
+        Some(per_second) if !(per_second > 0.0 && per_second.is_finite()) => {
+            bail!("--rate-limit: must be a positive number of requests per second")
+        }
+        Some(per_second) => {
+            let burst = args.rate_burst.unwrap_or(per_second.max(1.0));
+            if !(burst >= 1.0 && burst.is_finite()) {
+                bail!("--rate-burst: must be at least 1");
+            }
+            Some(RateLimit { per_second, burst })
+        }
+    };
     let registry = backends::registry(&args.backend);
     if args.backend != "auto" {
         registry.get(&args.backend)?;
@@ -85,6 +106,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             body_bytes: args.max_body,
             batch_requests: args.max_batch.max(1),
             records_per_call: args.max_records,
+            rate,
         },
         batcher: BatcherConfig {
             window: Duration::from_micros(args.verify_window_us),

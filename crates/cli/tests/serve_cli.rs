@@ -132,6 +132,11 @@ fn refuses_options_it_does_not_implement() {
         (vec!["--tls-cert", "c.pem"], "--tls-cert: needs --tls-key"),
         (vec!["--tls-key", "k.pem"], "--tls-key: needs --tls-cert"),
         (vec!["--client-ca", "ca.pem"], "--client-ca: needs"),
+        (vec!["--rate-limit", "0"], "--rate-limit: must be"),
+        (
+            vec!["--rate-burst", "5"],
+            "--rate-burst: needs --rate-limit",
+        ),
         (
             vec!["--tls-cert", "missing.pem", "--tls-key", "k.pem"],
             "--tls-cert missing.pem",

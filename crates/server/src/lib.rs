@@ -5,6 +5,7 @@
 //!   `eth_sign`, `chainsig_verifyBatch`, `chainsig_recoverBatch`.
 //! * [`rest`]: web3signer-style REST routes, `/upcheck`, `/healthcheck`, `/metrics`.
 //! * [`auth`]: bearer tokens compared in constant time; who sent each request, for the audit log.
+//! * [`ratelimit`]: a token bucket per client.
 //! * [`metrics`]: Prometheus counters and latency histograms.
 //! * [`batcher`]: verification requests from concurrent callers gathered into batches.
 //! * [`tls`]: TLS and mutual TLS through rustls.
@@ -16,6 +17,7 @@ pub mod auth;
 pub mod batcher;
 pub mod keys;
 pub mod metrics;
+pub mod ratelimit;
 pub mod rest;
 pub mod rpc;
 pub mod tls;
@@ -45,6 +47,8 @@ pub struct Limits {
     pub batch_requests: usize,
     /// Most records in one `chainsig_verifyBatch` or `chainsig_recoverBatch` call.
     pub records_per_call: usize,
+    /// Requests per client (token, or IP without authentication); `None`: unlimited.
+    pub rate: Option<ratelimit::RateLimit>,
 }
 
 impl Default for Limits {
@@ -53,6 +57,7 @@ impl Default for Limits {
             body_bytes: 16 << 20,
             batch_requests: 1024,
             records_per_call: 65536,
+            rate: None,
         }
     }
 }
@@ -67,6 +72,7 @@ pub struct AppState {
     /// The backend name verification and recovery ask the registry for (`auto` normally).
     pub backend: String,
     pub tokens: Option<Arc<auth::Tokens>>,
+    pub limiter: Option<Arc<ratelimit::Limiter>>,
 }
 
 impl AppState {
@@ -81,7 +87,11 @@ impl AppState {
         let registry = Arc::new(registry);
         let metrics = Metrics::new();
         let backend = batcher.backend.clone();
+        let limiter = limits
+            .rate
+            .map(|rate| Arc::new(ratelimit::Limiter::new(rate)));
         Arc::new(AppState {
+            limiter,
             signer,
             batcher: Batcher::spawn(registry.clone(), batcher, metrics.clone()),
             registry,
@@ -103,6 +113,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthcheck", get(rest::healthcheck))
         .route("/metrics", get(rest::metrics))
         .fallback(not_found)
+        // Layers run outermost last-added: metrics, then authentication, then the rate limit.
+        .layer(middleware::from_fn_with_state(
+            state.limiter.clone(),
+            ratelimit::limit,
+        ))
         .layer(middleware::from_fn_with_state(
             state.tokens.clone(),
             auth::authenticate,

@@ -8,6 +8,7 @@ use chainsig_core::{Algorithm, Backend, BackendError, Batch, Bitmap};
 use chainsig_cpu::generate::{record, GenSpec};
 use chainsig_eth::{decode_raw, recover_eip191, TxType};
 use chainsig_server::batcher::BatcherConfig;
+use chainsig_server::ratelimit::RateLimit;
 use chainsig_server::Limits;
 use common::*;
 use serde_json::{json, Value};
@@ -272,6 +273,7 @@ async fn malformed_requests_get_the_right_codes() {
             body_bytes: 4096,
             batch_requests: 4,
             records_per_call: 3,
+            ..Limits::default()
         },
         ..Options::default()
     })
@@ -775,4 +777,43 @@ async fn a_backend_asked_for_by_name_that_fails_is_an_internal_error() {
         metrics.contains(r#"chainsig_request_errors_total{method="chainsig_verifyBatch"} 1"#),
         "{metrics}"
     );
+}
+
+#[tokio::test]
+async fn clients_over_their_rate_get_429_and_others_do_not() {
+    let server = TestServer::start(Options {
+        tokens: Some("client-a\nclient-b\n"),
+        limits: Limits {
+            // A slow refill, so the test does not depend on timing.
+            rate: Some(RateLimit {
+                per_second: 0.01,
+                burst: 3.0,
+            }),
+            ..Limits::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    // `server.get` authenticates as client-a.
+    for _ in 0..3 {
+        assert_eq!(
+            server.get("/healthcheck").send().await.unwrap().status(),
+            200
+        );
+    }
+    let limited = server.get("/healthcheck").send().await.unwrap();
+    assert_eq!(limited.status(), 429);
+    assert!(limited.headers().contains_key("retry-after"));
+    let answer: Value = limited.json().await.unwrap();
+    assert!(answer["error"].as_str().unwrap().contains("rate limit"));
+    // Another token has its own bucket; /upcheck is never limited.
+    let other = server
+        .http
+        .get(format!("{}/healthcheck", server.url))
+        .bearer_auth("client-b")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200);
+    assert_eq!(server.get("/upcheck").send().await.unwrap().status(), 200);
 }
