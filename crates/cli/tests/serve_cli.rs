@@ -112,6 +112,14 @@ fn serves_until_sigterm_and_exits_zero() {
         "{body}"
     );
 
+    let sign = r#"{"jsonrpc":"2.0","id":2,"method":"eth_sign","params":["0x9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f","0x68656c6c6f"]}"#;
+    let (status, body) = http(
+        addr,
+        &format!("POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{sign}", sign.len()),
+    );
+    assert_eq!(status, 200);
+    assert!(body.contains("\"result\":\"0x"), "{body}");
+
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -122,6 +130,24 @@ fn serves_until_sigterm_and_exits_zero() {
     let mut rest = String::new();
     log.read_to_string(&mut rest).unwrap();
     assert!(rest.contains("SIGTERM"), "{rest}");
+    // One audit line for the signature: the client's token, the key, the message hash (EIP-191
+    // hash of "hello"); never the password or the token itself.
+    let audit = rest
+        .lines()
+        .find(|l| l.contains("audit"))
+        .unwrap_or_else(|| panic!("no audit line in: {rest}"))
+        .to_lowercase();
+    assert!(audit.contains("token#1"), "{audit}");
+    assert!(
+        audit.contains("0x9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f"),
+        "{audit}"
+    );
+    assert!(
+        audit.contains("0x50b2c43fd39106bafbba0da34fc430e1f91e3c96ea2acee2bc34119f92b37750"),
+        "{audit}"
+    );
+    let whole = format!("{seen}{rest}");
+    assert!(!whole.contains("tok-1") && !whole.contains("pw"), "{whole}");
 }
 
 #[test]
