@@ -8,6 +8,7 @@ mod gen;
 mod input;
 mod kem;
 mod recover;
+mod serve;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -40,6 +41,8 @@ enum Command {
     /// CTRU-Prime post-quantum KEM.
     #[command(subcommand)]
     Kem(kem::KemCommand),
+    /// The signing and verification service: JSON-RPC and REST over HTTP.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Eth(cmd) => eth::run(cmd),
         Command::Kem(cmd) => kem::run(cmd),
+        Command::Serve(args) => serve::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -2,8 +2,9 @@
 
 use crate::{backends, input};
 use anyhow::Context;
-use chainsig_core::record::{parse_recover_line, RecoverRecord};
-use chainsig_core::{RecordError, RecoverItem, Recovered};
+use chainsig_core::record::parse_recover_line;
+use chainsig_core::RecordError;
+use chainsig_eth::recover::recover_records;
 use rayon::prelude::*;
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,13 +19,6 @@ pub struct RecoverArgs {
     file: Option<PathBuf>,
 }
 
-/// Each line, resolved as far as the host can take it.
-enum Pending {
-    Done(Result<Recovered, RecordError>),
-    /// A bare signature waiting for the backend.
-    Signature(RecoverItem),
-}
-
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let registry = backends::registry(&args.backend);
     let input = input::open(args.file.as_deref())?;
@@ -33,33 +27,15 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let mut total = 0u64;
     for chunk in input::chunks(input, 1 << 16) {
         let chunk = chunk.context("reading input")?;
-        let pending: Vec<Pending> = chunk
+        let records: Vec<_> = chunk
             .par_iter()
-            .map(|(_, text)| resolve_on_host(text))
-            .collect();
-        let items: Vec<RecoverItem> = pending
-            .iter()
-            .filter_map(|p| {
-                if let Pending::Signature(item) = p {
-                    Some(*item)
-                } else {
-                    None
-                }
+            .map(|(_, text)| match text {
+                Ok(text) => parse_recover_line(text),
+                Err(reason) => Err(RecordError::new("", reason.clone())),
             })
             .collect();
-        let backend = registry.select(
-            &args.backend,
-            chainsig_core::Algorithm::Secp256k1,
-            items.len(),
-        )?;
-        let mut recovered = backend.recover_batch(&items)?.into_iter();
-        for ((number, _), p) in chunk.iter().zip(pending) {
-            let result = match p {
-                Pending::Done(result) => result,
-                Pending::Signature(_) => recovered.next().flatten().ok_or_else(|| {
-                    RecordError::new("sig", "no signer recovers from this signature")
-                }),
-            };
+        let outcome = recover_records(&registry, &args.backend, records)?;
+        for ((number, _), result) in chunk.iter().zip(outcome.results) {
             let line = match result {
                 Ok(rec) => serde_json::json!({
                     "line": number,
@@ -75,26 +51,6 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     eprintln!("recovered {total} records");
     Ok(ExitCode::SUCCESS)
-}
-
-fn resolve_on_host(text: &Result<String, String>) -> Pending {
-    let text = match text {
-        Ok(t) => t,
-        Err(reason) => return Pending::Done(Err(RecordError::new("", reason.clone()))),
-    };
-    match parse_recover_line(text) {
-        Err(e) => Pending::Done(Err(e)),
-        Ok(RecoverRecord::Signature(item)) => Pending::Signature(item),
-        // Transactions are decoded (and their sender recovered) by the eth crate on the host.
-        Ok(RecoverRecord::Transaction(raw)) => Pending::Done(
-            chainsig_eth::decode_raw(&raw)
-                .map(|tx| Recovered {
-                    pubkey: tx.public_key,
-                    address: tx.from.into_array(),
-                })
-                .map_err(|e| RecordError::new("", e.to_string())),
-        ),
-    }
 }
 
 /// EIP-55 mixed-case checksum encoding (alloy's).

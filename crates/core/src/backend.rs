@@ -136,6 +136,25 @@ impl Registry {
             Err(err) => Err(err),
         }
     }
+
+    /// Ethereum sender recovery on the backend `select` picks, with the same CPU fallback as
+    /// [`Registry::verify`]. Returns the signers and the name of the backend that found them.
+    pub fn recover(
+        &self,
+        name: &str,
+        items: &[RecoverItem],
+    ) -> Result<(Vec<Option<Recovered>>, String), BackendError> {
+        let backend = self.select(name, Algorithm::Secp256k1, items.len())?;
+        match backend.recover_batch(items) {
+            Ok(found) => Ok((found, backend.name().to_string())),
+            Err(err) if name == "auto" && backend.name() != CPU => {
+                tracing::warn!(backend = backend.name(), error = %err, "recovery falls back to the CPU");
+                let cpu = self.get(CPU)?;
+                Ok((cpu.recover_batch(items)?, CPU.to_string()))
+            }
+            Err(err) => Err(err),
+        }
+    }
 }
 
 #[cfg(test)]

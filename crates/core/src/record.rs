@@ -45,8 +45,22 @@ pub fn parse_verify_line(
     line: &str,
     defaults: &VerifyDefaults,
 ) -> Result<VerifyRecord, RecordError> {
-    let obj = parse_object(line)?;
-    let alg = match str_field(&obj, "alg")? {
+    parse_verify_object(&parse_object(line)?, defaults)
+}
+
+/// Decodes one `verify` record already parsed as JSON (the server receives records this way).
+pub fn parse_verify_value(
+    value: &Value,
+    defaults: &VerifyDefaults,
+) -> Result<VerifyRecord, RecordError> {
+    parse_verify_object(as_object(value)?, defaults)
+}
+
+fn parse_verify_object(
+    obj: &Map<String, Value>,
+    defaults: &VerifyDefaults,
+) -> Result<VerifyRecord, RecordError> {
+    let alg = match str_field(obj, "alg")? {
         Some(text) => text
             .parse::<Algorithm>()
             .map_err(|e| RecordError::new("alg", e))?,
@@ -54,16 +68,16 @@ pub fn parse_verify_line(
             .alg
             .ok_or_else(|| RecordError::new("alg", "missing (and no --alg given)"))?,
     };
-    let pubkey = hexstr::decode("pubkey", required(&obj, "pubkey")?)?;
+    let pubkey = hexstr::decode("pubkey", required(obj, "pubkey")?)?;
 
-    let hash = match str_field(&obj, "hash")? {
+    let hash = match str_field(obj, "hash")? {
         Some(text) => Some(
             text.parse::<HashAlg>()
                 .map_err(|e| RecordError::new("hash", e))?,
         ),
         None => None,
     };
-    let payload = match (str_field(&obj, "msg")?, str_field(&obj, "digest")?) {
+    let payload = match (str_field(obj, "msg")?, str_field(obj, "digest")?) {
         (Some(_), Some(_)) => {
             return Err(RecordError::new("digest", "give msg or digest, not both"))
         }
@@ -84,7 +98,7 @@ pub fn parse_verify_line(
         (None, None) => return Err(RecordError::new("msg", "missing (give msg or digest)")),
     };
 
-    let (r, s) = match (str_field(&obj, "sig")?, str_field(&obj, "sig_der")?) {
+    let (r, s) = match (str_field(obj, "sig")?, str_field(obj, "sig_der")?) {
         (Some(_), Some(_)) => {
             return Err(RecordError::new("sig_der", "give sig or sig_der, not both"))
         }
@@ -94,7 +108,7 @@ pub fn parse_verify_line(
         (None, None) => return Err(RecordError::new("sig", "missing (give sig or sig_der)")),
     };
 
-    let sm2_id = match (str_field(&obj, "id")?, alg) {
+    let sm2_id = match (str_field(obj, "id")?, alg) {
         (None, _) => DEFAULT_SM2_ID.to_vec(),
         (Some(id), Algorithm::Sm2) => {
             let id = hexstr::decode("id", id)?;
@@ -133,12 +147,20 @@ pub enum RecoverRecord {
 
 /// Decodes one `recover` line.
 pub fn parse_recover_line(line: &str) -> Result<RecoverRecord, RecordError> {
-    let obj = parse_object(line)?;
-    if let Some(tx) = str_field(&obj, "tx")? {
+    parse_recover_object(&parse_object(line)?)
+}
+
+/// Decodes one `recover` record already parsed as JSON.
+pub fn parse_recover_value(value: &Value) -> Result<RecoverRecord, RecordError> {
+    parse_recover_object(as_object(value)?)
+}
+
+fn parse_recover_object(obj: &Map<String, Value>) -> Result<RecoverRecord, RecordError> {
+    if let Some(tx) = str_field(obj, "tx")? {
         return Ok(RecoverRecord::Transaction(hexstr::decode("tx", tx)?));
     }
-    let digest = hexstr::decode_array("digest", required(&obj, "digest")?)?;
-    let (r, s) = split_sig(&hexstr::decode_array::<64>("sig", required(&obj, "sig")?)?);
+    let digest = hexstr::decode_array("digest", required(obj, "digest")?)?;
+    let (r, s) = split_sig(&hexstr::decode_array::<64>("sig", required(obj, "sig")?)?);
     let v = match obj.get("v") {
         Some(Value::Number(n)) => n.as_u64(),
         Some(Value::String(text)) => {
@@ -167,6 +189,12 @@ fn parse_object(line: &str) -> Result<Map<String, Value>, RecordError> {
         Ok(_) => Err(RecordError::new("", "bad JSON: expected an object")),
         Err(e) => Err(RecordError::new("", format!("bad JSON: {e}"))),
     }
+}
+
+fn as_object(value: &Value) -> Result<&Map<String, Value>, RecordError> {
+    value
+        .as_object()
+        .ok_or_else(|| RecordError::new("", "bad JSON: expected an object"))
 }
 
 /// A string field, `None` when absent or null.

@@ -6,6 +6,7 @@
 //! * [`signing`]: RFC 6979 low-s ECDSA through libsecp256k1 with per-thread blinded contexts.
 //! * [`key`], [`keystore`], [`hd`]: raw keys, Web3 Secret Storage v3 files, BIP-39/BIP-32 wallets.
 //! * [`Signer`]: keys held by address, the API a signing server builds on.
+//! * [`recover`]: senders of raw transactions and bare signatures, as `chainsig recover` reads them.
 //! * [`bulk`]: the multi-threaded bulk signer behind `chainsig eth sign-bulk`, with latency statistics.
 //!
 //! Secrets (keys, derived keys, seeds, passwords read by this crate) live in buffers that wipe
@@ -15,6 +16,7 @@ pub mod bulk;
 pub mod hd;
 pub mod key;
 pub mod keystore;
+pub mod recover;
 pub mod rfc6979;
 pub mod signing;
 pub mod tx;

@@ -1,0 +1,120 @@
+//! `chainsig serve`: arguments for the signing and verification service in `chainsig-server`.
+//!
+//! Options the server does not implement yet (gRPC) are refused with a clear error rather than
+//! ignored, and TLS options that are incomplete are refused too: a service an operator believes
+//! to be encrypted, or to check client certificates, must never silently run without.
+
+use crate::backends;
+use anyhow::bail;
+use chainsig_server::batcher::BatcherConfig;
+use chainsig_server::ratelimit::RateLimit;
+use chainsig_server::tls::TlsFiles;
+use chainsig_server::{Limits, ServeOptions};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Address for HTTP (JSON-RPC at POST /, REST, /metrics), e.g. 127.0.0.1:8545.
+    #[arg(long)]
+    http: SocketAddr,
+    /// Address for gRPC (not implemented yet).
+    #[arg(long)]
+    grpc: Option<SocketAddr>,
+    /// Directory of keystore v3 files NAME.json, each with its password in NAME.pass.
+    #[arg(long)]
+    keys: PathBuf,
+    /// File of bearer tokens, one a line; without it no authentication is asked.
+    #[arg(long)]
+    auth_tokens: Option<PathBuf>,
+    /// TLS certificate chain, PEM, leaf first: serve HTTPS on --http.
+    #[arg(long)]
+    tls_cert: Option<PathBuf>,
+    /// The TLS certificate's private key, PEM.
+    #[arg(long)]
+    tls_key: Option<PathBuf>,
+    /// CA whose client certificates are required and accepted (mutual TLS).
+    #[arg(long)]
+    client_ca: Option<PathBuf>,
+    /// Verification backend: auto (GPU for large batches when present, else CPU), cpu or cuda.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = 16 << 20)]
+    max_body: usize,
+    /// Most calls in one JSON-RPC batch.
+    #[arg(long, default_value_t = 1024)]
+    max_batch: usize,
+    /// Most records in one verify or recover call.
+    #[arg(long, default_value_t = 65536)]
+    max_records: usize,
+    /// Requests per second each client may send (by token, or by IP without --auth-tokens).
+    #[arg(long)]
+    rate_limit: Option<f64>,
+    /// Requests a client may send at once before --rate-limit applies (default: one second's worth, at least 1).
+    #[arg(long)]
+    rate_burst: Option<f64>,
+    /// How long verification requests wait to be gathered into one batch, in microseconds.
+    #[arg(long, default_value_t = 2000)]
+    verify_window_us: u64,
+    /// Logs as JSON lines.
+    #[arg(long)]
+    log_json: bool,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    if args.grpc.is_some() {
+        bail!("--grpc: the gRPC front end is not implemented yet; serve HTTP only (--http)");
+    }
+    let tls = match (args.tls_cert, args.tls_key, args.client_ca) {
+        (None, None, None) => None,
+        (Some(cert), Some(key), client_ca) => Some(TlsFiles {
+            cert,
+            key,
+            client_ca,
+        }),
+        (None, _, Some(_)) => bail!("--client-ca: needs --tls-cert and --tls-key"),
+        (Some(_), None, _) => bail!("--tls-cert: needs --tls-key"),
+        (None, Some(_), _) => bail!("--tls-key: needs --tls-cert"),
+    };
+    let rate = match args.rate_limit {
+        None if args.rate_burst.is_some() => bail!("--rate-burst: needs --rate-limit"),
+        None => None,
+        Some(per_second) if !(per_second > 0.0 && per_second.is_finite()) => {
+            bail!("--rate-limit: must be a positive number of requests per second")
+        }
+        Some(per_second) => {
+            let burst = args.rate_burst.unwrap_or(per_second.max(1.0));
+            if !(burst >= 1.0 && burst.is_finite()) {
+                bail!("--rate-burst: must be at least 1");
+            }
+            Some(RateLimit { per_second, burst })
+        }
+    };
+    let registry = backends::registry(&args.backend);
+    if args.backend != "auto" {
+        registry.get(&args.backend)?;
+    }
+    let options = ServeOptions {
+        http: args.http,
+        keys: args.keys,
+        auth_tokens: args.auth_tokens,
+        tls,
+        limits: Limits {
+            body_bytes: args.max_body,
+            batch_requests: args.max_batch.max(1),
+            records_per_call: args.max_records,
+            rate,
+        },
+        batcher: BatcherConfig {
+            window: Duration::from_micros(args.verify_window_us),
+            backend: args.backend,
+            ..BatcherConfig::default()
+        },
+        log_json: args.log_json,
+    };
+    chainsig_server::run(options, registry).map_err(anyhow::Error::msg)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,246 @@
+//! TLS and mutual TLS over real sockets on 127.0.0.1, with a test CA made here by rcgen.
+
+mod common;
+
+use chainsig_server::batcher::BatcherConfig;
+use chainsig_server::{keys, tls, AppState, Limits};
+use rcgen::{
+    BasicConstraints, Certificate, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
+
+struct Authority {
+    cert: Certificate,
+    key: KeyPair,
+}
+
+impl Authority {
+    fn new(name: &str) -> Self {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        Authority { cert, key }
+    }
+
+    /// A leaf certificate for `name`, for a server or for a client.
+    fn issue(&self, name: &str, client: bool) -> (Certificate, KeyPair) {
+        let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![if client {
+            ExtendedKeyUsagePurpose::ClientAuth
+        } else {
+            ExtendedKeyUsagePurpose::ServerAuth
+        }];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
+        (cert, key)
+    }
+}
+
+struct TlsServer {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(
+    server_ca: &Authority,
+    client_ca: Option<&Authority>,
+    tokens: Option<&str>,
+) -> TlsServer {
+    let dir = tempfile::tempdir().unwrap();
+    common::write_keys(dir.path(), &[common::EIP155_KEY]);
+    let (cert, key) = server_ca.issue("localhost", false);
+    // Through files, as `chainsig serve --tls-cert --tls-key --client-ca` reads them.
+    let write = |name: &str, text: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let files = tls::TlsFiles {
+        cert: write("cert.pem", cert.pem()),
+        key: write("key.pem", key.serialize_pem()),
+        client_ca: client_ca.map(|ca| write("client-ca.pem", ca.cert.pem())),
+    };
+    let config = files.load().unwrap();
+    let signer = keys::load_dir(dir.path()).unwrap();
+    let state = AppState::new(
+        signer,
+        chainsig_cpu::cpu_registry(),
+        tokens.map(|t| chainsig_server::auth::Tokens::parse(t).unwrap()),
+        Limits::default(),
+        BatcherConfig::default(),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(chainsig_server::serve_tls(listener, state, config, async {
+        let _ = stopped.await;
+    }));
+    TlsServer {
+        addr,
+        stop: Some(stop),
+        task,
+        _dir: dir,
+    }
+}
+
+impl TlsServer {
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+/// One HTTPS exchange trusting `trusted`, optionally presenting a client certificate: the status
+/// line's code and the body, or why the exchange failed.
+async fn exchange(
+    addr: SocketAddr,
+    trusted: &Authority,
+    client: Option<&(Certificate, KeyPair)>,
+    request: &str,
+) -> Result<(u16, String), String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(trusted.cert.der().clone()).unwrap();
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match client {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from(cert.der().to_vec())],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            )
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut stream = connector
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| format!("write: {e}"))?;
+    let mut answer = Vec::new();
+    stream
+        .read_to_end(&mut answer)
+        .await
+        .map_err(|e| format!("read: {e}"))?;
+    let answer = String::from_utf8(answer).map_err(|e| e.to_string())?;
+    if answer.len() < 12 {
+        return Err(format!("no HTTP answer: {answer:?}"));
+    }
+    let status = answer[9..12].parse().map_err(|_| answer.clone())?;
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+const UPCHECK: &str = "GET /upcheck HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+
+fn accounts(token: &str) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_accounts"}"#;
+    format!(
+        "POST / HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn tls_serves_clients_that_trust_the_ca() {
+    let ca = Authority::new("chainsig test CA");
+    let server = start(&ca, None, Some("tls-token")).await;
+    let (status, body) = exchange(server.addr, &ca, None, UPCHECK).await.unwrap();
+    assert_eq!((status, body.as_str()), (200, "OK"));
+    let (status, body) = exchange(server.addr, &ca, None, &accounts("tls-token"))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F"),
+        "{body}"
+    );
+    let (status, _) = exchange(server.addr, &ca, None, &accounts("wrong"))
+        .await
+        .unwrap();
+    assert_eq!(status, 401);
+
+    // A client that trusts another CA refuses the server's certificate.
+    let other = Authority::new("another CA");
+    let refused = exchange(server.addr, &other, None, UPCHECK).await;
+    assert!(refused.unwrap_err().contains("handshake"));
+
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(UPCHECK.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tcp.read_to_end(&mut answer).await;
+    assert!(!answer.starts_with(b"HTTP/1.1 200"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn mutual_tls_requires_a_client_certificate_from_the_client_ca() {
+    let server_ca = Authority::new("server CA");
+    let client_ca = Authority::new("client CA");
+    let server = start(&server_ca, Some(&client_ca), None).await;
+
+    let good = client_ca.issue("client-1", true);
+    let (status, body) = exchange(server.addr, &server_ca, Some(&good), UPCHECK)
+        .await
+        .unwrap();
+    assert_eq!((status, body.as_str()), (200, "OK"));
+    let (status, body) = exchange(server.addr, &server_ca, Some(&good), &accounts("unused"))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+
+    // No certificate, or one from a CA the server does not accept: no answer.
+    let stranger = Authority::new("stranger CA").issue("client-2", true);
+    for client in [None, Some(&stranger)] {
+        let refused = exchange(server.addr, &server_ca, client, UPCHECK).await;
+        assert!(refused.is_err(), "{refused:?}");
+    }
+    server.stop().await;
+}
+
+#[test]
+fn bad_tls_files_are_named() {
+    let ca = Authority::new("CA");
+    let (cert, key) = ca.issue("localhost", false);
+    let err = tls::server_config(b"not pem", key.serialize_pem().as_bytes(), None).unwrap_err();
+    assert!(err.starts_with("--tls-cert"), "{err}");
+    let err = tls::server_config(cert.pem().as_bytes(), b"", None).unwrap_err();
+    assert!(err.starts_with("--tls-key"), "{err}");
+    let err = tls::server_config(
+        cert.pem().as_bytes(),
+        key.serialize_pem().as_bytes(),
+        Some(b""),
+    )
+    .unwrap_err();
+    assert!(err.starts_with("--client-ca"), "{err}");
+    // A key that does not belong to the certificate.
+    let (_, other_key) = ca.issue("localhost", false);
+    assert!(tls::server_config(
+        cert.pem().as_bytes(),
+        other_key.serialize_pem().as_bytes(),
+        None
+    )
+    .is_err());
+}
