@@ -545,9 +545,11 @@ pub fn cpu_kem(
         for (i, (got, (_, want))) in sss.iter().zip(&cts).enumerate() {
             match got {
                 Ok(ss) if ss == want => {}
-                Ok(_) => return Err(format!(
+                Ok(_) => {
+                    return Err(format!(
                     "n = {n}, instance {i}: the decapsulated key differs from the encapsulated one"
-                )),
+                ))
+                }
                 Err(e) => return Err(format!("n = {n}, instance {i}: decaps: {e}")),
             }
         }
