@@ -851,6 +851,20 @@ mod tests {
         assert_eq!(v["method"], "cuda-ntt");
         assert_eq!(v["end_to_end_ms"], 4.0);
         assert_eq!(table(&[r]).lines().count(), 2);
+        // The columns ci/plot_kem.py reads.
+        let plot = include_str!("../ci/plot_kem.py");
+        for c in [
+            "n",
+            "product",
+            "method",
+            "batch",
+            "kernel_products_per_s",
+            "end_to_end_products_per_s",
+            "cpu_ntt_us",
+        ] {
+            assert!(CSV_COLUMNS.contains(&c), "{c}");
+            assert!(plot.contains(&format!("[\"{c}\"]")), "{c}");
+        }
     }
 
     #[test]
