@@ -2,6 +2,7 @@
 //! distinct signatures, 10% corrupted), prepares them, and times verification on the best backend
 //! present from prepared records in host memory to the verdict bitmap in host memory.
 //! Each size is run once to warm up, then `--repeats` times; the median is reported.
+//! `--kem ctru` benchmarks the CTRU-Prime KEM instead (see `bench_kem`).
 
 use crate::backends;
 use chainsig_core::{Algorithm, Batch, PreparedItem};
@@ -36,9 +37,22 @@ pub struct BenchArgs {
     /// mode) up to the largest `--sizes` value, writing CSV to `--csv`.
     #[arg(long)]
     sweep: bool,
-    /// With --sweep: write the rows as CSV to this file.
+    /// With --sweep or --kem: write the rows as CSV to this file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Benchmark a KEM instead of signatures: `ctru` runs the GPU product sweep (batch 1 … 65536 by
+    /// default, checked first) when a GPU is present, and always the CPU NTT product and KEM
+    /// keygen/encaps/decaps per second on one core and on all cores. `--backend cpu` skips the GPU,
+    /// `--backend cuda` requires it.
+    #[arg(long, value_enum, conflicts_with_all = ["sweep", "alg", "threads"])]
+    kem: Option<Kem>,
+}
+
+/// The KEMs `--kem` knows.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Kem {
+    /// CTRU-Prime, n = 653, 761 and 1277.
+    Ctru,
 }
 
 #[derive(Serialize)]
@@ -56,6 +70,15 @@ struct Row {
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if args.sweep {
         return sweep(&args);
+    }
+    if let Some(Kem::Ctru) = args.kem {
+        return crate::bench_kem::run(&crate::bench_kem::Options {
+            backend: args.backend.clone(),
+            sizes: args.sizes.clone(),
+            repeats: args.repeats,
+            json: args.json.clone(),
+            csv: args.csv.clone(),
+        });
     }
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
     let mut registry = backends::registry(&args.backend);

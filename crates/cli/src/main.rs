@@ -3,6 +3,7 @@
 
 mod backends;
 mod bench;
+mod bench_kem;
 mod eth;
 mod gen;
 mod input;
@@ -33,7 +34,8 @@ enum Command {
     Gen(gen::GenArgs),
     /// Recover Ethereum senders from raw transactions or signatures.
     Recover(recover::RecoverArgs),
-    /// Benchmark verification on generated batches, on the best backend present.
+    /// Benchmark verification on generated batches, on the best backend present (or, with
+    /// `--kem ctru`, the CTRU-Prime KEM on the GPU and the CPU).
     Bench(bench::BenchArgs),
     /// Ethereum transactions: sign, bulk-sign, decode.
     #[command(subcommand)]

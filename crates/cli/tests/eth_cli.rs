@@ -2,10 +2,13 @@
 //! `sign-bulk` and `decode`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
+
+mod common;
+use common::TempDir;
 
 const KEY_46: &str = "4646464646464646464646464646464646464646464646464646464646464646";
 const EIP155_RAW: &str = "0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83";
@@ -13,31 +16,6 @@ const EIP155_TX: &str = r#"{"chainId":"0x1","nonce":"0x9","gasPrice":"0x4a817c80
 
 fn chainsig() -> Command {
     Command::new(env!("CARGO_BIN_EXE_chainsig"))
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("chainsig-eth-cli-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-    fn file(&self, name: &str, content: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, content).unwrap();
-        path
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn run_with_stdin(mut command: Command, stdin: &str) -> Output {

@@ -1,22 +1,7 @@
 //! The `chainsig` binary end to end: gen → verify round trips, malformed lines, recover, bench.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-fn chainsig(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chainsig"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary runs");
-    // A command may exit before reading its input (a usage error); that is not a test failure.
-    if let Err(e) = child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
-        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
-    }
-    child.wait_with_output().unwrap()
-}
+mod common;
+use common::chainsig;
 
 fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(out)

@@ -31,6 +31,7 @@
 //! [`gpu::GpuPolyMul`] runs them on a device; without a driver or GPU it returns
 //! [`Error::Unavailable`].
 
+pub mod bench;
 pub mod gpu;
 pub mod host;
 pub mod kernel;
@@ -62,6 +63,13 @@ impl Method {
             Method::Ntt => "cuda-ntt",
             Method::TensorCore => "tensor-core",
         }
+    }
+}
+
+/// Serialised as its [`Method::name`].
+impl serde::Serialize for Method {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
@@ -99,6 +107,13 @@ impl Product {
             Product::ModQ => "mod-q",
             Product::ModQ2 => "mod-q2",
         }
+    }
+}
+
+/// Serialised as its [`Product::name`].
+impl serde::Serialize for Product {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
