@@ -1,4 +1,4 @@
-//! The CTRU-Prime benchmark (issue 6, item 5), shared by `examples/device_check.rs` and
+//! The CTRU-Prime benchmark (issue 6, item 5), shared by `examples/ctru_device_check.rs` and
 //! `chainsig bench --kem ctru`: one implementation of the GPU correctness check, the GPU timing sweep
 //! and the CPU baselines they are compared with.
 //!

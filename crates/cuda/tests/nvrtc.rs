@@ -1,4 +1,5 @@
-//! Compiles every kernel configuration with NVRTC for sm_90 and fails on register spills.
+//! Compiles every kernel configuration with NVRTC for sm_90 and fails on register spills (beyond
+//! the declared budget of the register-capped default, see `KernelConfig::spill_budget`).
 //! Needs libnvrtc (the `nvidia-cuda-nvrtc` wheel; see ci/nvrtc-check.sh) but no GPU. Without the
 //! library it prints why it skipped, unless CHAINSIG_REQUIRE_NVRTC=1, when it fails.
 
@@ -46,11 +47,14 @@ fn every_kernel_compiles_for_sm90_without_spills() {
                 )
             });
         assert!(r.registers > 0, "{} reports no registers", c.name());
-        assert_eq!(
-            (r.spill_stores, r.spill_loads),
-            (0, 0),
-            "{} spills registers",
-            c.name()
+        // Uncapped kernels must not spill at all; a capped one within its declared budget.
+        let budget = c.spill_budget();
+        assert!(
+            r.spill_stores <= budget && r.spill_loads <= budget,
+            "{} spills {} B stored / {} B loaded, budget {budget} B",
+            c.name(),
+            r.spill_stores,
+            r.spill_loads
         );
     }
 }

@@ -17,8 +17,8 @@
 //! Writes ctru_gpu_mul.csv, ctru_gpu_mul.json and ctru_gpu_mul_correctness.json under $OUT (default
 //! ./ctru-device-check) and prints a table. Exits 1 on any mismatch, 2 when no GPU is usable.
 //!
-//! Run: `cargo build --release -p chainsig-ctru-cuda --example device_check` then
-//! `OUT=/some/dir target/release/examples/device_check`.
+//! Run: `cargo build --release -p chainsig-ctru-cuda --example ctru_device_check` then
+//! `OUT=/some/dir target/release/examples/ctru_device_check`.
 
 use chainsig_ctru_cuda::bench::{run_gpu, table, to_csv, Plan};
 use chainsig_ctru_cuda::Error;
