@@ -44,4 +44,4 @@ pub fn compile(arch: &str) -> Result<Compiled, String> {
     cs::compile_cached_with(&source(), arch, options(arch))
 }
 
-pub use chainsig_cuda::kernel::{nvrtc_available, parse_resources, Resources};
+pub use chainsig_cuda::kernel::{nvrtc_available, nvrtc_or_skip, parse_resources, Resources};

@@ -7,12 +7,7 @@ use chainsig_cuda::kernel::{self, KernelConfig};
 
 #[test]
 fn every_kernel_compiles_for_sm90_without_spills() {
-    if !kernel::nvrtc_available() {
-        assert!(
-            std::env::var("CHAINSIG_REQUIRE_NVRTC").as_deref() != Ok("1"),
-            "CHAINSIG_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded (LD_LIBRARY_PATH?)"
-        );
-        eprintln!("skipped: libnvrtc not found; run crates/cuda/ci/nvrtc-check.sh");
+    if !kernel::nvrtc_or_skip() {
         return;
     }
     use rayon::prelude::*;
@@ -158,12 +153,7 @@ fn inline_asm_reads_its_inputs_before_writing() {
         !asm_write_before_read("// begin inline asm\nadd.cc.u32 %r1, %r1, %r2;\naddc.u32 %r3, %r1, 0;\n// end inline asm").is_empty(),
         "the scanner must see a hazard"
     );
-    if !kernel::nvrtc_available() {
-        assert!(
-            std::env::var("CHAINSIG_REQUIRE_NVRTC").as_deref() != Ok("1"),
-            "CHAINSIG_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded (LD_LIBRARY_PATH?)"
-        );
-        eprintln!("skipped: libnvrtc not found; run crates/cuda/ci/nvrtc-check.sh");
+    if !kernel::nvrtc_or_skip() {
         return;
     }
     // The default kernel (even/odd products) and the row-chain ablation, as PTX.
