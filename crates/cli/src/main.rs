@@ -8,6 +8,7 @@ mod eth;
 mod gen;
 mod input;
 mod kem;
+mod loadtest;
 mod recover;
 mod serve;
 mod verify;
@@ -45,6 +46,8 @@ enum Command {
     Kem(kem::KemCommand),
     /// The signing and verification service: JSON-RPC and REST over HTTP.
     Serve(serve::ServeArgs),
+    /// Load test a running server (loopback only) or an in-process one: JSON-RPC signing or batch verification.
+    Loadtest(loadtest::LoadtestArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Eth(cmd) => eth::run(cmd),
         Command::Kem(cmd) => kem::run(cmd),
         Command::Serve(args) => serve::run(args),
+        Command::Loadtest(args) => loadtest::run(args),
     };
     match outcome {
         Ok(code) => code,
