@@ -2,25 +2,11 @@
 //! product: random inputs in the KEM's ranges and extreme inputs, for n = 653, 761, 1277, mod q and
 //! mod q2, for every method. Runs in CI without a GPU.
 
-use chainsig_ctru::poly::{schoolbook_mul_mod_q, schoolbook_mul_mod_q2};
 use chainsig_ctru::ParamSet;
+use chainsig_ctru_cuda::bench::reference;
 use chainsig_ctru_cuda::{host, small_limit, Method, Product};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-
-fn reference(set: ParamSet, product: Product, shared: &[i32], b: &[i32]) -> Vec<i32> {
-    let p = set.params();
-    match product {
-        Product::ModQ => {
-            let a: Vec<i32> = shared.iter().map(|&v| v.rem_euclid(p.q)).collect();
-            schoolbook_mul_mod_q(p, &a, b)
-        }
-        Product::ModQ2 => {
-            let c: Vec<i32> = b.iter().map(|&v| v.rem_euclid(p.q2)).collect();
-            schoolbook_mul_mod_q2(p, shared, &c)
-        }
-    }
-}
 
 /// A batch in the KEM's ranges: small operands in [−η, η] or the unpacked-key range, the large one in
 /// [0, q) or [0, q2); then wider ones up to the limits, and large operands outside [0, q).
