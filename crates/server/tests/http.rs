@@ -509,14 +509,7 @@ async fn verify_batch_gives_verdicts_in_order() {
         json!([])
     );
 
-    let metrics = server
-        .get("/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     for alg in ["sm2", "secp256k1", "p256"] {
         let line = format!(r#"chainsig_verifications_total{{alg="{alg}",backend="cpu"}}"#);
         assert!(metrics.contains(&line), "{metrics}");
@@ -596,14 +589,7 @@ async fn concurrent_clients_each_get_their_own_answers() {
     for task in tasks {
         task.await.unwrap();
     }
-    let metrics = server
-        .get("/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     assert!(
         metrics.contains(r#"chainsig_signatures_total{kind="transaction"} 256"#),
         "{metrics}"
@@ -695,14 +681,7 @@ async fn concurrent_verifications_are_batched_and_survive_a_failing_gpu() {
         gpu_batches < 16,
         "16 callers were not gathered: {gpu_batches} batches"
     );
-    let metrics = server
-        .get("/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     // Every batch the fake GPU failed was verified on the CPU instead.
     assert!(
         metrics.contains(r#"chainsig_verifications_total{alg="secp256k1",backend="cpu"}"#),
@@ -765,14 +744,7 @@ async fn a_backend_asked_for_by_name_that_fails_is_an_internal_error() {
     let (code, message) = server.error("chainsig_verifyBatch", json!([records])).await;
     assert_eq!(code, -32603);
     assert!(message.contains("device lost"), "{message}");
-    let metrics = server
-        .get("/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     assert!(
         metrics.contains(r#"chainsig_request_errors_total{method="chainsig_verifyBatch"} 1"#),
         "{metrics}"

@@ -110,6 +110,17 @@ impl TestServer {
         self.authorised(self.http.get(format!("{}{path}", self.url)))
     }
 
+    /// The Prometheus text of `GET /metrics`.
+    pub async fn metrics(&self) -> String {
+        self.get("/metrics")
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     fn authorised(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match &self.token {
             Some(token) => request.bearer_auth(token),
