@@ -194,24 +194,25 @@ CS_FN void fe_neg(fe& r, const fe& a) {
   fe_sub(r, z, a);
 }
 
-// Reduces a 512-bit product modulo p by the generated column sums and two carry folds.
+// Reduces a 512-bit product modulo p: the generated column sums, one signed carry pass, then the
+// top carry c (0 <= c <= CS_TOP_CARRY_MAX) folded in as c * (2^256 - p) and the fold's own carry
+// once more; codegen.rs (top_carry_bound) proves that neither fold overflows.
 CS_FN void fe_reduce_wide(fe& r, const u32 t[16]) {
   i64 acc[8];
   curve_reduce_columns(t, acc);
+  i64 carry = 0;
 #pragma unroll
-  for (int round = 0; round < 3; round++) {
-    i64 carry = 0;
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-      i64 x = acc[j] + carry;
-      r.v[j] = (u32)x;
-      carry = x >> 32;  // arithmetic shift: floor division by 2^32
-    }
-    if (round == 2) break;  // the third carry is zero: see reduction_table's bounds in codegen.rs
-#pragma unroll
-    for (int j = 0; j < 8; j++) acc[j] = (i64)r.v[j];
-    curve_fold_carry(carry, acc);
+  for (int j = 0; j < 8; j++) {
+    i64 x = acc[j] + carry;
+    r.v[j] = (u32)x;
+    carry = x >> 32;  // arithmetic shift: floor division by 2^32
   }
+  u32 again = curve_fold_top((u32)carry, r.v);
+  fe k;
+  u32 mask = 0u - again;
+#pragma unroll
+  for (int j = 0; j < 8; j++) k.v[j] = curve_k(j) & mask;
+  u256_add(r.v, r.v, k.v);
   // Now 0 <= r < 2^256 < 2p: one conditional subtraction.
   fe u, p;
   CS_LOAD_CONST(p, curve_p);

@@ -45,6 +45,13 @@ void cs_host_fe_mul(const u32* a, const u32* b, u32* r) {
   for (int i = 0; i < 8; i++) r[i] = z.v[i];
 }
 
+// r = t mod p for any 512-bit t (16 little-endian words), by the kernels' reduction.
+void cs_host_reduce_wide(const u32* t, u32* r) {
+  fe z;
+  fe_reduce_wide(z, t);
+  for (int i = 0; i < 8; i++) r[i] = z.v[i];
+}
+
 // r = a^-1 by the chosen method (0 Euclid, 1 Fermat).
 void cs_host_fe_inv(int method, const u32* a, u32* r) {
   fe x, z;

@@ -24,6 +24,7 @@ mod ffi {
         pub fn cs_host_mul_count() -> u64;
         pub fn cs_host_mul_count_reset();
         pub fn cs_host_fe_mul(a: *const u32, b: *const u32, r: *mut u32);
+        pub fn cs_host_reduce_wide(t: *const u32, r: *mut u32);
         pub fn cs_host_fe_inv(method: i32, a: *const u32, r: *mut u32);
         pub fn cs_host_decompress(x: *const u32, parity: u32, y: *mut u32) -> i32;
         pub fn cs_host_build_gtable(out: *mut u32);
@@ -93,6 +94,14 @@ pub fn fe_mul(a: &Words, b: &Words) -> Words {
     let mut r = [0u32; 8];
     // SAFETY: 8-word inputs and output.
     unsafe { ffi::cs_host_fe_mul(a.as_ptr(), b.as_ptr(), r.as_mut_ptr()) };
+    r
+}
+
+/// t mod p for any 512-bit t (little-endian words) by the kernels' reduction.
+pub fn reduce_wide(t: &[u32; 16]) -> Words {
+    let mut r = [0u32; 8];
+    // SAFETY: a 16-word input and an 8-word output.
+    unsafe { ffi::cs_host_reduce_wide(t.as_ptr(), r.as_mut_ptr()) };
     r
 }
 

@@ -132,6 +132,82 @@ fn field_multiplication_matches_bit_serial_reference() {
     }
 }
 
+/// t mod p for a 512-bit t, from the bit-serial reference: t_high·2^256 + t_low.
+fn reduce_slow(t: &[u32; 16]) -> Words {
+    let p = p();
+    let canonical = |w: Words| if ge(&w, &p) { sub(&w, &p) } else { w };
+    let low = canonical(t[..8].try_into().unwrap());
+    let high = canonical(t[8..].try_into().unwrap());
+    let two_256 = sub(&[0; 8], &p); // 2^256 mod p
+    add_mod(&mul_mod_slow(&high, &two_256, &p), &low, &p)
+}
+
+/// Σ_k t[8+k]·(2^(32(8+k)) mod p) as 9 words: the column total the reduction's carry pass sees.
+fn column_total(high: &[u32]) -> [u32; 9] {
+    let p = p();
+    let mut power = sub(&[0; 8], &p);
+    let mut total = [0u64; 9];
+    for &word in high {
+        let mut carry = 0u64;
+        for j in 0..8 {
+            let x = total[j] + word as u64 * power[j] as u64 + carry;
+            total[j] = x & 0xffff_ffff;
+            carry = x >> 32;
+        }
+        total[8] += carry;
+        power = mul_mod_slow(&power, &[0, 1, 0, 0, 0, 0, 0, 0], &p);
+    }
+    total.map(|w| w as u32)
+}
+
+#[test]
+fn reduction_is_exact_on_every_512_bit_input_including_both_top_folds() {
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let mut inputs: Vec<[u32; 16]> = vec![[0; 16], [u32::MAX; 16]];
+    let mut all_ones_high = [0u32; 16];
+    all_ones_high[8..].fill(u32::MAX);
+    inputs.push(all_ones_high);
+    for _ in 0..2000 {
+        let mut t = [0u32; 16];
+        t.iter_mut().for_each(|w| *w = rng.next_u32());
+        inputs.push(t);
+    }
+    // Inputs whose first fold carries out, the rare path random products almost never take: choose
+    // the low half so the carry pass leaves r = 2^256 − 1 − δ with top carry c ≥ 1 and δ < c·K
+    // (K = 2^256 − p), so r + c·K overflows and the second fold runs.
+    let k = sub(&[0; 8], &p());
+    let mut crafted = 0;
+    while crafted < 500 {
+        let mut t = [0u32; 16];
+        t[8..].iter_mut().for_each(|w| *w = rng.next_u32());
+        let h = column_total(&t[8..]);
+        let c = h[8];
+        if c == 0 {
+            continue;
+        }
+        let mut delta = [0u32; 8];
+        delta[..6].iter_mut().for_each(|w| *w = rng.next_u32());
+        // t_low = 2^256 − 1 − δ − (h mod 2^256)  (mod 2^256); then t_low + h mod 2^256 = 2^256 − 1 − δ
+        // without a carry, so the top carry is exactly c.
+        let h_low: Words = h[..8].try_into().unwrap();
+        let target = sub(&[u32::MAX; 8], &delta);
+        if !ge(&target, &h_low) {
+            continue;
+        }
+        let low = sub(&target, &h_low);
+        t[..8].copy_from_slice(&low);
+        assert!(
+            !ge(&delta, &k),
+            "δ must be below c·K for the second fold to run"
+        );
+        inputs.push(t);
+        crafted += 1;
+    }
+    for t in &inputs {
+        assert_eq!(host::reduce_wide(t), reduce_slow(t), "t = {t:08x?}");
+    }
+}
+
 #[test]
 fn both_inversions_invert() {
     let mut rng = ChaCha20Rng::seed_from_u64(2);
