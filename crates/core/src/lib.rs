@@ -7,6 +7,7 @@
 pub mod algorithm;
 pub mod backend;
 pub mod batch;
+pub mod be256;
 pub mod bitmap;
 pub mod curve;
 pub mod der;

@@ -57,97 +57,50 @@ CS_FN void fe_cmov(fe& r, const fe& a, bool cond) {
 // constant zero limb, say); a carry chain that writes before its last read would then corrupt it.
 // ptxas removes the copies.
 
-// r = a + b over 256 bits; returns the carry out.
-CS_FN u32 u256_add(u32* r, const u32* a, const u32* b) {
-#if CS_PTX
-  u32 c = 0, x[8], y[8];  // copies first: r may alias a or b
-#pragma unroll
-  for (int i = 0; i < 8; i++) {
-    x[i] = a[i];
-    y[i] = b[i];
+// One 256-bit carry chain, r = a + b (ADD = 1) or r = a - b; returns the carry, or 1 on borrow.
+// The PTX path names the instruction family: add.cc/addc.cc/addc or sub.cc/subc.cc/subc; the
+// final addc/subc of 0 turns the carry flag into a word (1, or all ones after a borrow).
+#define CS_U256_CHAIN(NAME, ADD, OP)                                                        \
+  CS_FN u32 NAME(u32* r, const u32* a, const u32* b) {                                     \
+    CS_U256_CHAIN_BODY(ADD, OP)                                                             \
   }
-  asm("{\n\t"
-      ".reg .u32 q<8>;\n\t"
-      "mov.u32 q0, %9;\n\t"
-      "mov.u32 q1, %10;\n\t"
-      "mov.u32 q2, %11;\n\t"
-      "mov.u32 q3, %12;\n\t"
-      "mov.u32 q4, %13;\n\t"
-      "mov.u32 q5, %14;\n\t"
-      "mov.u32 q6, %15;\n\t"
-      "mov.u32 q7, %16;\n\t"
-      "add.cc.u32 %0, %0, q0;\n\t"
-      "addc.cc.u32 %1, %1, q1;\n\t"
-      "addc.cc.u32 %2, %2, q2;\n\t"
-      "addc.cc.u32 %3, %3, q3;\n\t"
-      "addc.cc.u32 %4, %4, q4;\n\t"
-      "addc.cc.u32 %5, %5, q5;\n\t"
-      "addc.cc.u32 %6, %6, q6;\n\t"
-      "addc.cc.u32 %7, %7, q7;\n\t"
-      "addc.u32 %8, %8, 0;\n\t"
-      "}"
-      : "+r"(x[0]), "+r"(x[1]), "+r"(x[2]), "+r"(x[3]), "+r"(x[4]), "+r"(x[5]), "+r"(x[6]),
-        "+r"(x[7]), "+r"(c)
-      : "r"(y[0]), "r"(y[1]), "r"(y[2]), "r"(y[3]), "r"(y[4]), "r"(y[5]), "r"(y[6]), "r"(y[7]));
-#pragma unroll
-  for (int i = 0; i < 8; i++) r[i] = x[i];
-  return c;
-#else
-  u64 c = 0;
-  for (int i = 0; i < 8; i++) {
-    c += (u64)a[i] + b[i];
-    r[i] = (u32)c;
-    c >>= 32;
-  }
-  return (u32)c;
-#endif
-}
 
-// r = a - b over 256 bits; returns 1 on borrow.
-CS_FN u32 u256_sub(u32* r, const u32* a, const u32* b) {
 #if CS_PTX
-  u32 c = 0, x[8], y[8];  // copies first: r may alias a or b
-#pragma unroll
-  for (int i = 0; i < 8; i++) {
-    x[i] = a[i];
-    y[i] = b[i];
-  }
-  asm("{\n\t"
-      ".reg .u32 q<8>;\n\t"
-      "mov.u32 q0, %9;\n\t"
-      "mov.u32 q1, %10;\n\t"
-      "mov.u32 q2, %11;\n\t"
-      "mov.u32 q3, %12;\n\t"
-      "mov.u32 q4, %13;\n\t"
-      "mov.u32 q5, %14;\n\t"
-      "mov.u32 q6, %15;\n\t"
-      "mov.u32 q7, %16;\n\t"
-      "sub.cc.u32 %0, %0, q0;\n\t"
-      "subc.cc.u32 %1, %1, q1;\n\t"
-      "subc.cc.u32 %2, %2, q2;\n\t"
-      "subc.cc.u32 %3, %3, q3;\n\t"
-      "subc.cc.u32 %4, %4, q4;\n\t"
-      "subc.cc.u32 %5, %5, q5;\n\t"
-      "subc.cc.u32 %6, %6, q6;\n\t"
-      "subc.cc.u32 %7, %7, q7;\n\t"
-      "subc.u32 %8, %8, 0;\n\t"
-      "}"
-      : "+r"(x[0]), "+r"(x[1]), "+r"(x[2]), "+r"(x[3]), "+r"(x[4]), "+r"(x[5]), "+r"(x[6]),
-        "+r"(x[7]), "+r"(c)
-      : "r"(y[0]), "r"(y[1]), "r"(y[2]), "r"(y[3]), "r"(y[4]), "r"(y[5]), "r"(y[6]), "r"(y[7]));
-#pragma unroll
-  for (int i = 0; i < 8; i++) r[i] = x[i];
+#define CS_U256_CHAIN_BODY(ADD, OP)                                                         \
+  u32 c = 0, x[8], y[8]; /* copies first: r may alias a or b */                            \
+  _Pragma("unroll") for (int i = 0; i < 8; i++) {                                          \
+    x[i] = a[i];                                                                            \
+    y[i] = b[i];                                                                            \
+  }                                                                                         \
+  asm("{\n\t"                                                                               \
+      ".reg .u32 q<8>;\n\t"                                                                 \
+      "mov.u32 q0, %9;\n\tmov.u32 q1, %10;\n\tmov.u32 q2, %11;\n\tmov.u32 q3, %12;\n\t"     \
+      "mov.u32 q4, %13;\n\tmov.u32 q5, %14;\n\tmov.u32 q6, %15;\n\tmov.u32 q7, %16;\n\t"    \
+      OP ".cc.u32 %0, %0, q0;\n\t" OP "c.cc.u32 %1, %1, q1;\n\t"                             \
+      OP "c.cc.u32 %2, %2, q2;\n\t" OP "c.cc.u32 %3, %3, q3;\n\t"                            \
+      OP "c.cc.u32 %4, %4, q4;\n\t" OP "c.cc.u32 %5, %5, q5;\n\t"                            \
+      OP "c.cc.u32 %6, %6, q6;\n\t" OP "c.cc.u32 %7, %7, q7;\n\t"                            \
+      OP "c.u32 %8, %8, 0;\n\t"                                                              \
+      "}"                                                                                   \
+      : "+r"(x[0]), "+r"(x[1]), "+r"(x[2]), "+r"(x[3]), "+r"(x[4]), "+r"(x[5]), "+r"(x[6]), \
+        "+r"(x[7]), "+r"(c)                                                                 \
+      : "r"(y[0]), "r"(y[1]), "r"(y[2]), "r"(y[3]), "r"(y[4]), "r"(y[5]), "r"(y[6]),        \
+        "r"(y[7]));                                                                         \
+  _Pragma("unroll") for (int i = 0; i < 8; i++) r[i] = x[i];                               \
   return c & 1;
 #else
-  i64 br = 0;
-  for (int i = 0; i < 8; i++) {
-    i64 d = (i64)a[i] - (i64)b[i] - br;
-    r[i] = (u32)d;
-    br = d < 0 ? 1 : 0;
-  }
-  return (u32)br;
+#define CS_U256_CHAIN_BODY(ADD, OP)                                                         \
+  u64 c = 0; /* carry, or borrow */                                                         \
+  for (int i = 0; i < 8; i++) {                                                             \
+    u64 w = ADD ? (u64)a[i] + b[i] + c : (u64)a[i] - b[i] - c;                             \
+    r[i] = (u32)w;                                                                          \
+    c = ADD ? w >> 32 : w >> 63; /* a borrow wraps w below zero */                          \
+  }                                                                                         \
+  return (u32)c;
 #endif
-}
+
+CS_U256_CHAIN(u256_add, 1, "add")
+CS_U256_CHAIN(u256_sub, 0, "sub")
 
 // Word functions of the generated header as a value.
 #define CS_LOAD_CONST(dst, fn)             \
@@ -169,13 +122,26 @@ CS_FN bool u256_ge_const_n(const fe& a) {
 
 // ---------------------------------------------------------------- F_p
 
-CS_FN void fe_add(fe& r, const fe& a, const fe& b) {
-  fe t, u, p;
-  CS_LOAD_CONST(p, curve_p);
+// r = a + b mod m for a, b < m (the field prime, or the group order for scalars).
+CS_FN void add_mod(fe& r, const fe& a, const fe& b, const fe& m) {
+  fe t, u;
   u32 c = u256_add(t.v, a.v, b.v);
-  u32 bw = u256_sub(u.v, t.v, p.v);
+  u32 bw = u256_sub(u.v, t.v, m.v);
   fe_cmov(t, u, (c | (bw ^ 1)) != 0);
   fe_copy(r, t);
+}
+
+// a = a mod m for a < 2m: one conditional subtraction.
+CS_FN void sub_once_if_ge(fe& a, const fe& m) {
+  fe u;
+  u32 bw = u256_sub(u.v, a.v, m.v);
+  fe_cmov(a, u, bw == 0);
+}
+
+CS_FN void fe_add(fe& r, const fe& a, const fe& b) {
+  fe p;
+  CS_LOAD_CONST(p, curve_p);
+  add_mod(r, a, b, p);
 }
 
 CS_FN void fe_sub(fe& r, const fe& a, const fe& b) {
@@ -213,11 +179,10 @@ CS_FN void fe_reduce_wide(fe& r, const u32 t[16]) {
 #pragma unroll
   for (int j = 0; j < 8; j++) k.v[j] = curve_k(j) & mask;
   u256_add(r.v, r.v, k.v);
-  // Now 0 <= r < 2^256 < 2p: one conditional subtraction.
-  fe u, p;
+  // Now 0 <= r < 2^256 < 2p.
+  fe p;
   CS_LOAD_CONST(p, curve_p);
-  u32 bw = u256_sub(u.v, r.v, p.v);
-  fe_cmov(r, u, bw == 0);
+  sub_once_if_ge(r, p);
 }
 
 // CS_ROW_CHAINS selects the first product routine (an ablation); the default is even/odd.

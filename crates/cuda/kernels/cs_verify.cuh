@@ -31,20 +31,16 @@ CS_FN bool scalar_in_range(const fe& a) { return !fe_is_zero(a) && !u256_ge_cons
 
 // r = a + b mod n for a, b < n.
 CS_FN void scalar_add_mod_n(fe& r, const fe& a, const fe& b) {
-  fe t, u, n;
+  fe n;
   CS_LOAD_CONST(n, curve_n);
-  u32 c = u256_add(t.v, a.v, b.v);
-  u32 bw = u256_sub(u.v, t.v, n.v);
-  fe_cmov(t, u, (c | (bw ^ 1)) != 0);
-  fe_copy(r, t);
+  add_mod(r, a, b, n);
 }
 
 // a mod n for a < 2^256 < 2n.
 CS_FN void scalar_reduce_once(fe& a) {
-  fe u, n;
+  fe n;
   CS_LOAD_CONST(n, curve_n);
-  u32 bw = u256_sub(u.v, a.v, n.v);
-  fe_cmov(a, u, bw == 0);
+  sub_once_if_ge(a, n);
 }
 
 // y of the point with abscissa x and the given parity; false when x >= p or no such point.

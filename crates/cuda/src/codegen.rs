@@ -29,7 +29,8 @@ pub fn words_from_be(bytes: &[u8; 32]) -> Words {
     w
 }
 
-fn ge(a: &Words, b: &Words) -> bool {
+/// a ≥ b.
+pub fn ge(a: &Words, b: &Words) -> bool {
     for j in (0..8).rev() {
         if a[j] != b[j] {
             return a[j] > b[j];
@@ -39,7 +40,7 @@ fn ge(a: &Words, b: &Words) -> bool {
 }
 
 /// a − b mod 2^256.
-fn sub(a: &Words, b: &Words) -> Words {
+pub fn sub(a: &Words, b: &Words) -> Words {
     let mut out = [0u32; 8];
     let mut borrow = 0i64;
     for j in 0..8 {

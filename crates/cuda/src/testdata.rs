@@ -79,17 +79,6 @@ pub fn reference_verify(rec: &Record) -> bool {
 
 const N_BE: [u8; 32] = chainsig_core::curve::SM2.n;
 
-fn add_small_be(a: &[u8; 32], k: u8) -> [u8; 32] {
-    let mut out = *a;
-    let mut carry = k as u16;
-    for b in out.iter_mut().rev() {
-        let s = *b as u16 + carry;
-        *b = s as u8;
-        carry = s >> 8;
-    }
-    out
-}
-
 /// Signs e; the key d = n - 1 (P = -G) cannot sign, so it gets random scalars instead.
 fn sign(key: &Key, e: &[u8; 32], rng: &mut ChaCha20Rng) -> ([u8; 32], [u8; 32]) {
     let Ok(sig) = PrehashSigner::<Signature>::sign_prehash(&key.sk, e) else {
@@ -117,8 +106,8 @@ fn corrupt(rec: &mut Record, rng: &mut ChaCha20Rng, other: &Key) {
         }
         4 => rec.r = [0; 32],
         5 => rec.s = [0; 32],
-        6 => rec.r = add_small_be(&N_BE, rng.gen_range(0..3)),
-        7 => rec.s = add_small_be(&N_BE, rng.gen_range(0..3)),
+        6 => rec.r = chainsig_core::be256::add_small(&N_BE, rng.gen_range(0..3)),
+        7 => rec.s = chainsig_core::be256::add_small(&N_BE, rng.gen_range(0..3)),
         8 => rng.fill_bytes(&mut rec.e),
         _ => std::mem::swap(&mut rec.r, &mut rec.s),
     }

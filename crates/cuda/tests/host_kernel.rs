@@ -2,7 +2,7 @@
 //! the same sources NVRTC compiles, checked against the RustCrypto `sm2` reference and against a
 //! bit-serial modular multiplication written here.
 
-use chainsig_cuda::codegen::{words_from_be, Words};
+use chainsig_cuda::codegen::{ge, sub, words_from_be, Words};
 use chainsig_cuda::host;
 use chainsig_cuda::testdata::{generate, reference_verify};
 use chainsig_cuda::{Inversion, Mode};
@@ -17,26 +17,6 @@ fn p() -> Words {
 fn gtable() -> &'static [u32] {
     static T: OnceLock<Vec<u32>> = OnceLock::new();
     T.get_or_init(|| host::build_gtable().expect("fixed-base table"))
-}
-
-fn ge(a: &Words, b: &Words) -> bool {
-    for j in (0..8).rev() {
-        if a[j] != b[j] {
-            return a[j] > b[j];
-        }
-    }
-    true
-}
-
-fn sub(a: &Words, b: &Words) -> Words {
-    let mut out = [0u32; 8];
-    let mut borrow = 0i64;
-    for j in 0..8 {
-        let d = a[j] as i64 - b[j] as i64 - borrow;
-        out[j] = d as u32;
-        borrow = i64::from(d < 0);
-    }
-    out
 }
 
 /// (a + b) mod m for a, b < m.

@@ -12,6 +12,8 @@ use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
+use chainsig_core::be256;
+
 const N: [u8; 32] = chainsig_core::curve::P256.n;
 const P: [u8; 32] = chainsig_core::curve::P256.p;
 
@@ -38,34 +40,6 @@ fn ours_verify(key: &[u8], z: &[u8; 32], r: &[u8; 32], s: &[u8; 32]) -> bool {
         Ok(key) => verify_prehashed(&key, z, r, s),
         Err(_) => false,
     }
-}
-
-/// Big-endian a + b mod 2²⁵⁶.
-fn add_be(a: &[u8; 32], b: u8) -> [u8; 32] {
-    let mut out = *a;
-    let mut carry = b as u16;
-    for byte in out.iter_mut().rev() {
-        let v = *byte as u16 + carry;
-        *byte = v as u8;
-        carry = v >> 8;
-    }
-    out
-}
-
-/// n − v for v in [1, n−1], big-endian.
-fn n_minus(v: &[u8; 32]) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let mut borrow = 0i16;
-    for i in (0..32).rev() {
-        let mut d = N[i] as i16 - v[i] as i16 - borrow;
-        borrow = 0;
-        if d < 0 {
-            d += 256;
-            borrow = 1;
-        }
-        out[i] = d as u8;
-    }
-    out
 }
 
 fn flip_bit(bytes: &mut [u8], rng: &mut ChaCha20Rng) {
@@ -99,7 +73,7 @@ fn verdicts_match_rustcrypto() {
         rng.fill_bytes(&mut z);
         // Some digests at or above n exercise the reduction of z.
         if i % 97 == 0 {
-            z = add_be(&N, (i % 5) as u8);
+            z = be256::add_small(&N, (i % 5) as u8);
         } else if i % 101 == 0 {
             z = [0xff; 32];
         }
@@ -110,7 +84,7 @@ fn verdicts_match_rustcrypto() {
         // The signature itself and its high-s twin: both must verify in both.
         assert!(ours_verify(&key, &z, &r, &s), "record {i}: valid signature");
         assert!(theirs_verify(&key, &z, &r, &s));
-        let twin = n_minus(&s);
+        let twin = be256::sub(&N, &s);
         assert!(ours_verify(&key, &z, &r, &twin), "record {i}: n − s");
         assert!(theirs_verify(&key, &z, &r, &twin));
 
@@ -126,13 +100,13 @@ fn verdicts_match_rustcrypto() {
             11 => match rng.gen_range(0..4) {
                 0 => r = [0; 32],
                 1 => r = N,
-                2 => r = add_be(&N, rng.gen_range(1..=255)),
+                2 => r = be256::add_small(&N, rng.gen_range(1..=255)),
                 _ => r = [0xff; 32],
             },
             12 => match rng.gen_range(0..4) {
                 0 => s = [0; 32],
                 1 => s = N,
-                2 => s = add_be(&N, rng.gen_range(1..=255)),
+                2 => s = be256::add_small(&N, rng.gen_range(1..=255)),
                 _ => s = [0xff; 32],
             },
             _ => {
@@ -184,7 +158,7 @@ fn key_decoding_matches_rustcrypto() {
         candidate[0] = if i % 2 == 0 { 0x02 } else { 0x03 };
         rng.fill_bytes(&mut candidate[1..]);
         if i % 50 == 0 {
-            candidate[1..].copy_from_slice(&add_be(&P, (i % 7) as u8));
+            candidate[1..].copy_from_slice(&be256::add_small(&P, (i % 7) as u8));
         }
         let ours = PublicKey::from_sec1(&candidate);
         let theirs = VerifyingKey::from_sec1_bytes(&candidate);
@@ -255,7 +229,7 @@ fn known_answer_from_rustcrypto_key_and_fixed_digest() {
     let (r, s) = sig.split_bytes();
     let (r, s): ([u8; 32], [u8; 32]) = (r.into(), s.into());
     assert!(ours_verify(&key, &z, &r, &s));
-    let r_off = add_be(&r, 1);
+    let r_off = be256::add_small(&r, 1);
     assert_eq!(
         ours_verify(&key, &z, &r_off, &s),
         theirs_verify(&key, &z, &r_off, &s)

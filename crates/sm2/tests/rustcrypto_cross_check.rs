@@ -12,6 +12,8 @@ use rand_chacha::ChaCha20Rng;
 use sm2::dsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
 use sm2::dsa::signature::{Signer, Verifier};
 
+use chainsig_core::be256;
+
 const N: [u8; 32] = chainsig_core::curve::SM2.n;
 const P: [u8; 32] = chainsig_core::curve::SM2.p;
 
@@ -36,34 +38,6 @@ fn theirs_verify(key: &sm2::dsa::VerifyingKey, e: &[u8; 32], r: &[u8; 32], s: &[
 
 fn split(sig: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
     (sig[..32].try_into().unwrap(), sig[32..].try_into().unwrap())
-}
-
-/// Big-endian a + b mod 2²⁵⁶ (for building out-of-range values like n + 1).
-fn add_be(a: &[u8; 32], b: u8) -> [u8; 32] {
-    let mut out = *a;
-    let mut carry = b as u16;
-    for byte in out.iter_mut().rev() {
-        let v = *byte as u16 + carry;
-        *byte = v as u8;
-        carry = v >> 8;
-    }
-    out
-}
-
-/// n − r for r in [1, n−1], big-endian.
-fn n_minus(r: &[u8; 32]) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let mut borrow = 0i16;
-    for i in (0..32).rev() {
-        let mut v = N[i] as i16 - r[i] as i16 - borrow;
-        borrow = 0;
-        if v < 0 {
-            v += 256;
-            borrow = 1;
-        }
-        out[i] = v as u8;
-    }
-    out
 }
 
 #[test]
@@ -128,9 +102,9 @@ fn signatures_and_corruptions_agree_with_rustcrypto() {
                 4 => s2 = [0; 32],
                 5 => r2 = N,
                 6 => s2 = N,
-                7 => r2 = add_be(&N, rng.gen_range(1..=255)),
+                7 => r2 = be256::add_small(&N, rng.gen_range(1..=255)),
                 8 => s2 = [0xff; 32],
-                9 => s2 = n_minus(&r), // t = r + s = 0 mod n
+                9 => s2 = be256::sub(&N, &r), // t = r + s = 0 mod n
                 10 => {
                     // another signer's key
                     if let Some((k, tk)) = &previous {
@@ -245,7 +219,7 @@ fn invalid_keys_are_rejected_with_the_right_error() {
     assert_eq!(PublicKey::from_sec1(&bad), Err(KeyError::Prefix));
 
     // Coordinates ≥ p, in both encodings.
-    for too_big in [P, add_be(&P, 1), [0xff; 32]] {
+    for too_big in [P, be256::add_small(&P, 1), [0xff; 32]] {
         assert_eq!(
             PublicKey::from_affine(&too_big, &public.y()),
             Err(KeyError::CoordinateOutOfRange)
@@ -264,7 +238,7 @@ fn invalid_keys_are_rejected_with_the_right_error() {
     }
     // Off the curve: y + 1, and (0, 0).
     assert_eq!(
-        PublicKey::from_affine(&public.x(), &add_be(&public.y(), 1)),
+        PublicKey::from_affine(&public.x(), &be256::add_small(&public.y(), 1)),
         Err(KeyError::NotOnCurve)
     );
     assert_eq!(
@@ -295,11 +269,11 @@ fn invalid_keys_are_rejected_with_the_right_error() {
         SecretKey::from_bytes(&N).unwrap_err(),
         KeyError::SecretOutOfRange
     );
-    let n_minus_1 = n_minus(&add_be(&[0; 32], 1));
+    let n_minus_1 = be256::sub(&N, &be256::add_small(&[0; 32], 1));
     assert_eq!(
         SecretKey::from_bytes(&n_minus_1).unwrap_err(),
         KeyError::SecretOutOfRange
     );
-    let n_minus_2 = n_minus(&add_be(&[0; 32], 2));
+    let n_minus_2 = be256::sub(&N, &be256::add_small(&[0; 32], 2));
     assert!(SecretKey::from_bytes(&n_minus_2).is_ok());
 }
