@@ -405,3 +405,5 @@ impl HostKem {
         Ok(ss.chunks_exact(SS_BYTES).map(shared_secret).collect())
     }
 }
+
+pub use crate::kem_gpu::GpuKem;

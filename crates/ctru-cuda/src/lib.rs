@@ -35,13 +35,14 @@ pub mod bench;
 pub mod gpu;
 pub mod host;
 pub mod kem;
+mod kem_gpu;
 pub mod kernel;
 
 use chainsig_ctru::ntt::multiplier;
 use chainsig_ctru::ParamSet;
 
 pub use gpu::{GpuPolyMul, Timing};
-pub use kem::{HostKem, KemTiming};
+pub use kem::{GpuKem, HostKem, KemTiming};
 
 /// How the products are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
