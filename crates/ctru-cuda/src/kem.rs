@@ -280,6 +280,37 @@ pub fn host_shake256(input: &[u8], out_len: usize) -> Vec<u8> {
     out
 }
 
+/// PackCT(compress(σ) + (q2/2)·E8(msg)) of one σ row (n values in [0, q)) by the kernels' unit, for
+/// the tests. Panics on rows of the wrong length (test inputs only).
+pub fn host_pack_ct(set: ParamSet, sigma: &[i32], msg: &[u8]) -> Vec<u8> {
+    let p = set.params();
+    assert!(sigma.len() == p.n && msg.len() == p.msg_bytes());
+    let s: Vec<i16> = sigma.iter().map(|&v| v as i16).collect();
+    let mut out = vec![0u8; p.ct_bytes()];
+    // SAFETY: one row of each, of the lengths the shim reads.
+    unsafe {
+        ctru_host_kem_pack(
+            &KemParamsC::new(set),
+            s.as_ptr(),
+            msg.as_ptr(),
+            1,
+            out.as_mut_ptr(),
+        )
+    };
+    out
+}
+
+/// The E8-decoded message of one w row (n values in [0, q2)) by the kernels' unit, for the tests.
+pub fn host_decode_message(set: ParamSet, w: &[i32]) -> Vec<u8> {
+    let p = set.params();
+    assert!(w.len() == p.n);
+    let s: Vec<i16> = w.iter().map(|&v| v as i16).collect();
+    let mut out = vec![0u8; p.msg_bytes()];
+    // SAFETY: one row of each, of the lengths the shim reads.
+    unsafe { ctru_host_kem_decode(&KemParamsC::new(set), s.as_ptr(), 1, out.as_mut_ptr()) };
+    out
+}
+
 /// The batch KEM on the host: the GPU pipeline's kernels (kernels/kem.cuh, keccak.cuh and the
 /// Tensor Core product's arithmetic) compiled as C++ and run in the GPU's order. Slow (the Tensor Core
 /// product is emulated); it exists so CI can check the kernels against `chainsig_ctru` without a GPU.

@@ -3,8 +3,9 @@
 //! chainsig_ctru's CPU KEM: random keys, seeds and ciphertexts for n = 653, 761, 1277, honest and
 //! tampered ciphertexts (the latter must take the whole-key rejection path). Runs in CI without a GPU.
 
+use chainsig_ctru::encode;
 use chainsig_ctru::{decaps_with_verdict, encaps, keygen, Ciphertext, ParamSet, RandomSource};
-use chainsig_ctru_cuda::kem::{host_sha3_512, host_shake256};
+use chainsig_ctru_cuda::kem::{host_decode_message, host_pack_ct, host_sha3_512, host_shake256};
 use chainsig_ctru_cuda::{Error, HostKem};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -178,4 +179,53 @@ fn host_batch_kem_inputs_are_checked_and_named() {
         HostKem::new(ParamSet::Ctru653, &pk, None),
         Err(Error::WrongLength { field, .. }) if field == "pk"
     ));
+}
+
+#[test]
+fn compression_and_packing_match_for_every_sigma() {
+    // Every σ ∈ [0, q) at some coefficient, with random messages: the kernel's multiply-shift
+    // division and bit packing against chainsig_ctru::encode.
+    let mut rng = ChaCha20Rng::seed_from_u64(0x7061_636b);
+    for set in ParamSet::ALL {
+        let p = set.params();
+        let mut sigma: Vec<i32> = (0..p.q).collect();
+        sigma.extend((0..p.n - p.q as usize % p.n).map(|_| rng.gen_range(0..p.q)));
+        for (row, chunk) in sigma.chunks(p.n).enumerate() {
+            let mut msg = vec![0u8; p.msg_bytes()];
+            rng.fill_bytes(&mut msg);
+            let want = encode::pack_ct(p, &encode::compress_with_message(p, chunk, &msg));
+            assert_eq!(host_pack_ct(set, chunk, &msg), want, "{set} row {row}");
+        }
+    }
+}
+
+#[test]
+fn e8_decoding_matches_on_ties_and_random_values() {
+    // Values on and next to the decision boundaries (multiples of q2/8) make ties in the costs
+    // and gaps; random values cover the rest.
+    let mut rng = ChaCha20Rng::seed_from_u64(0x6538);
+    for set in ParamSet::ALL {
+        let p = set.params();
+        let e = p.q2 / 8;
+        let points: Vec<i32> = (0..8)
+            .flat_map(|k| [k * e - 1, k * e, k * e + 1])
+            .map(|v| v.rem_euclid(p.q2))
+            .collect();
+        for round in 0..200 {
+            let w: Vec<i32> = (0..p.n)
+                .map(|_| {
+                    if round % 2 == 0 {
+                        points[rng.gen_range(0..points.len())]
+                    } else {
+                        rng.gen_range(0..p.q2)
+                    }
+                })
+                .collect();
+            assert_eq!(
+                host_decode_message(set, &w),
+                encode::e8_decode_message(p, &w),
+                "{set} round {round}"
+            );
+        }
+    }
 }
