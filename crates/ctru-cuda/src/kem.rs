@@ -348,7 +348,9 @@ impl HostKem {
     }
 
     /// Re-encryption core shared by encaps and decaps: msg → (K, ct).
-    fn encrypt(&self, msg: &[u8], count: usize) -> (Zeroizing<Vec<u8>>, Vec<u8>) {
+    /// The ciphertexts are zeroised too: in decapsulation they are re-encryptions of a decrypted
+    /// (secret) message.
+    fn encrypt(&self, msg: &[u8], count: usize) -> (Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>) {
         let p = self.key.set.params();
         let pc = &self.params;
         let cnt = count as i32;
@@ -356,7 +358,7 @@ impl HostKem {
         let mut rho = Zeroizing::new(vec![0u8; count * p.coin_bytes()]);
         let mut r = Zeroizing::new(vec![0i16; count * p.n]);
         let mut sigma = Zeroizing::new(vec![0i16; count * p.n]);
-        let mut ct = vec![0u8; count * p.ct_bytes()];
+        let mut ct = Zeroizing::new(vec![0u8; count * p.ct_bytes()]);
         // SAFETY (all): every buffer has the row length times count that the shim's loops use.
         unsafe {
             ctru_host_kem_derive(

@@ -179,6 +179,15 @@ fn host_batch_kem_inputs_are_checked_and_named() {
         HostKem::new(ParamSet::Ctru653, &pk, None),
         Err(Error::WrongLength { field, .. }) if field == "pk"
     ));
+    // The GPU backend checks its keys before it looks for a device, so these hold without one.
+    assert!(matches!(
+        chainsig_ctru_cuda::GpuKem::new(ParamSet::Ctru653, &pk, None),
+        Err(Error::WrongLength { field, .. }) if field == "pk"
+    ));
+    assert!(matches!(
+        chainsig_ctru_cuda::GpuKem::new(set, &pk2, Some(&sk)),
+        Err(Error::Key { field: "sk", .. })
+    ));
 }
 
 #[test]
