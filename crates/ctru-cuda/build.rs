@@ -1,7 +1,13 @@
 //! Builds the host path of the kernel arithmetic with the C++ compiler: the very ctru_mul.cuh that
 //! NVRTC compiles for the GPU, driven by host loops (kernels/host_shim.cpp), for the CI tests.
 fn main() {
-    for f in ["ctru_types.h", "ctru_mul.cuh", "host_shim.cpp"] {
+    for f in [
+        "ctru_types.h",
+        "ctru_mul.cuh",
+        "keccak.cuh",
+        "kem.cuh",
+        "host_shim.cpp",
+    ] {
         println!("cargo:rerun-if-changed=kernels/{f}");
     }
     println!("cargo:rerun-if-changed=build.rs");

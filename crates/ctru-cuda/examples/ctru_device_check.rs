@@ -9,18 +9,29 @@
 //!    warm-up, CUDA events, kernel-only and end-to-end with copies; and the single-core CPU NTT
 //!    product (`NttMultiplier::mul_mod_q`/`mul_mod_q2`) for comparison.
 //!
-//! CTRU_MAX_BATCH (default 65536) drops the larger sizes for a quick run.
+//! 3. the whole KEM in batch on the GPU (`GpuKem`), per n on a fresh random key pair: GPU encaps
+//!    against the CPU encaps on the same seeds, GPU decaps against the CPU decaps on honest and
+//!    tampered ciphertexts (which must be rejected), then batch encaps and decaps per second for
+//!    batches 1024 … 65536 (medians of CTRU_REPS runs after warm-up, CUDA events, kernel pipeline
+//!    alone and with the pinned copies), each timed batch's decapsulated keys checked.
+//!
+//! CTRU_MAX_BATCH (default 65536) drops the larger sizes for a quick run; `--kem-only` skips the
+//! product part (1, 2).
 //!
 //! The checks and the sweep are `chainsig_ctru_cuda::bench` (shared with `chainsig bench --kem
 //! ctru`); this example only reads its settings from the environment and writes the files.
 //!
-//! Writes ctru_gpu_mul.csv, ctru_gpu_mul.json and ctru_gpu_mul_correctness.json under $OUT (default
-//! ./ctru-device-check) and prints a table. Exits 1 on any mismatch, 2 when no GPU is usable.
+//! Writes ctru_gpu_mul.csv, ctru_gpu_mul.json, ctru_gpu_mul_correctness.json, ctru_gpu_kem.csv and
+//! ctru_gpu_kem.json into the results folder given as the first argument (else $OUT, else
+//! ./ctru-device-check) and prints tables. Exits 1 on any mismatch, 2 when no GPU is usable.
 //!
 //! Run: `cargo build --release -p chainsig-ctru-cuda --example ctru_device_check` then
-//! `OUT=/some/dir target/release/examples/ctru_device_check`.
+//! `target/release/examples/ctru_device_check RESULTS_DIR [--kem-only]`.
 
-use chainsig_ctru_cuda::bench::{run_gpu, table, to_csv, Plan};
+use chainsig_ctru::ParamSet;
+use chainsig_ctru_cuda::bench::{
+    kem_gpu_csv, kem_gpu_table, kem_sizes, run_gpu, run_gpu_kem, table, to_csv, Plan,
+};
 use chainsig_ctru_cuda::Error;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -28,8 +39,14 @@ use serde_json::json;
 use std::io::Write;
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let kem_only = args.iter().any(|a| a == "--kem-only");
     let out_dir = std::path::PathBuf::from(
-        std::env::var("OUT").unwrap_or_else(|_| "ctru-device-check".into()),
+        args.iter()
+            .find(|a| !a.starts_with("--"))
+            .cloned()
+            .or_else(|| std::env::var("OUT").ok())
+            .unwrap_or_else(|| "ctru-device-check".into()),
     );
     let reps: usize = std::env::var("CTRU_REPS")
         .ok()
@@ -54,7 +71,65 @@ fn main() {
     // The device check times every method even after a mismatch, to see how far a broken one gets.
     plan.time_after_mismatch = true;
     let mut rng = ChaCha20Rng::from_entropy();
-    let report = match run_gpu(&plan, &mut rng, |stage| eprintln!("{stage}")) {
+    let write = |name: &str, body: String| {
+        let path = out_dir.join(name);
+        match std::fs::File::create(&path).and_then(|mut f| f.write_all(body.as_bytes())) {
+            Ok(()) => println!("wrote {}", path.display()),
+            Err(e) => eprintln!("cannot write {}: {e}", path.display()),
+        }
+    };
+    let mut failed = false;
+    if !kem_only {
+        failed |= products(&plan, &mut rng, reps, &write);
+    }
+    eprintln!("the KEM in batch on the GPU");
+    let sizes = kem_sizes(max_batch);
+    let kem = match run_gpu_kem(&ParamSet::ALL, &sizes, reps, true, &mut rng, |stage| {
+        eprintln!("{stage}")
+    }) {
+        Ok(r) => r,
+        Err(Error::Unavailable(why)) => {
+            eprintln!("no usable GPU: {why}");
+            std::process::exit(2);
+        }
+        Err(e) => {
+            eprintln!("GPU KEM: {e}");
+            std::process::exit(2);
+        }
+    };
+    for r in &kem.resources {
+        println!(
+            "  {:18} {:3} registers, {} B stack, spills {}/{} B",
+            r.kernel, r.registers, r.stack_bytes, r.spill_stores, r.spill_loads
+        );
+    }
+    println!(
+        "\nGPU KEM in batch (medians of {reps} runs)\n{}",
+        kem_gpu_table(&kem.rows)
+    );
+    write("ctru_gpu_kem.csv", kem_gpu_csv(&kem.rows));
+    write(
+        "ctru_gpu_kem.json",
+        serde_json::to_string_pretty(&json!({"reps": reps, "sizes": sizes, "report": kem}))
+            .unwrap_or_default(),
+    );
+    if kem.failures.is_empty() {
+        println!("all {} GPU KEM checks passed", kem.checks.len());
+    } else {
+        eprintln!("\n{} GPU KEM FAILURES:", kem.failures.len());
+        for f in &kem.failures {
+            eprintln!("  {f}");
+        }
+        failed = true;
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}
+
+/// The product check and sweep (parts 1 and 2); true when a check failed.
+fn products(plan: &Plan, rng: &mut ChaCha20Rng, reps: usize, write: &dyn Fn(&str, String)) -> bool {
+    let report = match run_gpu(plan, rng, |stage| eprintln!("{stage}")) {
         Ok(r) => r,
         Err(Error::Unavailable(why)) => {
             eprintln!("no usable GPU: {why}");
@@ -73,13 +148,6 @@ fn main() {
         );
     }
     println!("\n{}", table(&report.rows));
-    let write = |name: &str, body: String| {
-        let path = out_dir.join(name);
-        match std::fs::File::create(&path).and_then(|mut f| f.write_all(body.as_bytes())) {
-            Ok(()) => println!("wrote {}", path.display()),
-            Err(e) => eprintln!("cannot write {}: {e}", path.display()),
-        }
-    };
     write("ctru_gpu_mul.csv", to_csv(&report.rows));
     write(
         "ctru_gpu_mul.json",
@@ -97,11 +165,12 @@ fn main() {
     );
     if report.failures.is_empty() {
         println!("\nall {} correctness checks passed", report.checks.len());
+        false
     } else {
         eprintln!("\n{} FAILURES:", report.failures.len());
         for f in &report.failures {
             eprintln!("  {f}");
         }
-        std::process::exit(1);
+        true
     }
 }

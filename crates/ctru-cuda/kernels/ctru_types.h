@@ -3,6 +3,7 @@
 #pragma once
 typedef unsigned int u32;
 typedef unsigned long long u64;
+typedef unsigned char u8;
 typedef signed char i8;
 typedef short i16;
 
@@ -44,3 +45,20 @@ struct ctru_ntt_params {
   int zeta_off;  // first leaf ζ·2^32 (one word each) in the table, after the twiddle pairs
   ctru_layer layer[CTRU_MAX_LAYERS];
 };
+
+// Sizes and moduli of one parameter set for the KEM kernels (kem.cuh); passed by value.
+struct ctru_kem_params {
+  int n;
+  int q;
+  int q2;
+  int log2_q2;
+  int eta;
+  int coin_bytes;  // C = ceil(2*eta*n/8)
+  int msg_bytes;   // MSG = floor(n/16)
+  int ct_bytes;
+  u32 q_magic;     // ceil(2^40 / q): floor(x / q) = (x * q_magic) >> 40 for 0 <= x < 2^24
+};
+
+// Bytes of pk that are hashed, and of the seeds, keys and z.
+#define CTRU_PREFIX_BYTES 33
+#define CTRU_SEED_BYTES 32

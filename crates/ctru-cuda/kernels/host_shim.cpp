@@ -3,6 +3,8 @@
 // schoolbook reference (tests/host_kernel.rs).
 #include "ctru_types.h"
 #include "ctru_mul.cuh"
+#include "keccak.cuh"
+#include "kem.cuh"
 
 #include <vector>
 
@@ -73,6 +75,66 @@ void ctru_host_tc(int prod, int n, int q, int m, const i16* shared_op, const i16
         ctru_tc_tile<CTRU_MOD_Q2>(a0.data(), a1.data(), b0.data(), b1.data(), out, n, n_pad, count, m, tr, tc,
                                   stage.data(), 0, 1);
     }
+}
+
+// ---- The KEM steps (kem.cuh), one loop per GPU kernel of ctru_kem_kernels.cuh, same layouts:
+// item i's row starts at i·(row length); rows are ct_bytes, msg_bytes, coin_bytes, n or 32 long.
+
+void ctru_host_sha3_512(const u8* in, int len, u8* out64) { ctru_sha3_512(in, len, out64); }
+void ctru_host_shake256(const u8* in, int len, u8* out, int out_len) { ctru_shake256(in, len, out, out_len); }
+
+// c = UnpackCT(ct), centered to [−q2/2, q2/2) as the mod-q2 product expects its batch.
+void ctru_host_kem_unpack_ct(const ctru_kem_params* pp, const u8* ct, int count, i16* c) {
+  const ctru_kem_params& p = *pp;
+  for (int item = 0; item < count; item++)
+    for (int i = 0; i < p.n; i++) {
+      int v = ctru_ct_coef(p, ct + (u64)item * p.ct_bytes, i);
+      c[(u64)item * p.n + i] = (i16)(v - (p.q2 & -(v >= p.q2 / 2)));
+    }
+}
+
+void ctru_host_kem_decode(const ctru_kem_params* pp, const i16* w, int count, u8* msg) {
+  const ctru_kem_params& p = *pp;
+  for (int item = 0; item < count; item++)
+    for (int j = 0; j < p.msg_bytes; j++)
+      msg[(u64)item * p.msg_bytes + j] = ctru_decode_byte(p, w + (u64)item * p.n, j);
+}
+
+void ctru_host_kem_message(const ctru_kem_params* pp, const u8* seeds, int count, u8* msg) {
+  const ctru_kem_params& p = *pp;
+  for (int item = 0; item < count; item++)
+    ctru_message_item(p, seeds + (u64)item * CTRU_SEED_BYTES, msg + (u64)item * p.msg_bytes);
+}
+
+void ctru_host_kem_derive(const ctru_kem_params* pp, const u8* prefix, const u8* msg, int count, u8* key,
+                          u8* rho) {
+  const ctru_kem_params& p = *pp;
+  for (int item = 0; item < count; item++)
+    ctru_derive_item(p, prefix, msg + (u64)item * p.msg_bytes, key + (u64)item * 32,
+                     rho + (u64)item * p.coin_bytes);
+}
+
+void ctru_host_kem_sample(const ctru_kem_params* pp, const u8* rho, int count, i16* r) {
+  const ctru_kem_params& p = *pp;
+  for (int item = 0; item < count; item++)
+    for (int k = 0; k < p.n; k++)
+      r[(u64)item * p.n + k] = (i16)ctru_sample_coef(p, rho + (u64)item * p.coin_bytes, k);
+}
+
+void ctru_host_kem_pack(const ctru_kem_params* pp, const i16* sigma, const u8* msg, int count, u8* ct) {
+  const ctru_kem_params& p = *pp;
+  for (int item = 0; item < count; item++)
+    for (int j = 0; j < p.ct_bytes; j++)
+      ct[(u64)item * p.ct_bytes + j] =
+          ctru_ct_byte(p, sigma + (u64)item * p.n, msg + (u64)item * p.msg_bytes, j);
+}
+
+void ctru_host_kem_finish(const ctru_kem_params* pp, const u8* pz, const u8* ct, const u8* ct2,
+                          const u8* key, int count, u8* ss) {
+  const ctru_kem_params& p = *pp;
+  for (int item = 0; item < count; item++)
+    ctru_finish_item(p, pz, ct + (u64)item * p.ct_bytes, ct2 + (u64)item * p.ct_bytes,
+                     key + (u64)item * 32, ss + (u64)item * 32);
 }
 
 }  // extern "C"

@@ -25,7 +25,7 @@ extern "C" {
         m: i32,
         out: *mut i16,
     ) -> i32;
-    fn ctru_host_tc(
+    pub(crate) fn ctru_host_tc(
         prod: i32,
         n: i32,
         q: i32,

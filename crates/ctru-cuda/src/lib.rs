@@ -34,12 +34,15 @@
 pub mod bench;
 pub mod gpu;
 pub mod host;
+pub mod kem;
+mod kem_gpu;
 pub mod kernel;
 
 use chainsig_ctru::ntt::multiplier;
 use chainsig_ctru::ParamSet;
 
 pub use gpu::{GpuPolyMul, Timing};
+pub use kem::{GpuKem, HostKem, KemTiming};
 
 /// How the products are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -157,6 +160,27 @@ pub enum Error {
     /// The batch is empty or too large.
     #[error("batch: {0}")]
     Batch(String),
+    /// A byte string (key, ciphertext) had the wrong length or parameter set.
+    #[error("{field}: expected {expected} bytes of {set}, got {got}")]
+    WrongLength {
+        /// `pk`, `sk` or `ct[i]`.
+        field: String,
+        /// The parameter set the batch runs.
+        set: ParamSet,
+        /// The length that set requires.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// A key did not fit the operation: decapsulation without a secret key, or an sk whose embedded
+    /// pk differs from the pk given. Carries no key material.
+    #[error("{field}: {reason}")]
+    Key {
+        /// `pk` or `sk`.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// Most instances one call takes (every index in the kernels then fits in 32 bits).

@@ -77,3 +77,33 @@ fn gpu_products_equal_schoolbook() {
         }
     }
 }
+
+/// The whole batch KEM on the GPU against the CPU KEM: encaps on the same seeds, decaps of honest and
+/// tampered ciphertexts (which must take the whole-key rejection path), every n.
+#[test]
+fn gpu_kem_equals_cpu_kem() {
+    use chainsig_ctru_cuda::bench::{check_gpu_kem, random_keys};
+    use chainsig_ctru_cuda::GpuKem;
+    let mut rng = ChaCha20Rng::seed_from_u64(0x0067_7075_5f6b_656d);
+    for set in ParamSet::ALL {
+        let (pk, sk) = random_keys(set, &mut rng);
+        let mut gpu = match GpuKem::new(set, &pk, Some(&sk)) {
+            Ok(g) => g,
+            Err(Error::Unavailable(why)) => {
+                assert!(
+                    std::env::var("CHAINSIG_REQUIRE_GPU").as_deref() != Ok("1"),
+                    "CHAINSIG_REQUIRE_GPU=1 but: {why}"
+                );
+                eprintln!("skipped: {why}");
+                return;
+            }
+            Err(e) => panic!("{set}: {e}"),
+        };
+        let checks = check_gpu_kem(&mut gpu, &pk, &sk, &mut rng, 77);
+        assert_eq!(checks.len(), 3);
+        for c in &checks {
+            assert!(c.ok, "{set} {}: {:?}", c.case, c.error);
+            println!("{set} {}: {} items ok", c.case, c.items);
+        }
+    }
+}

@@ -146,6 +146,10 @@ impl std::fmt::Debug for Ciphertext {
 pub struct SharedSecret([u8; SS_BYTES]);
 
 impl SharedSecret {
+    /// Wraps 32 key bytes, e.g. a shared secret computed by another backend (the GPU batch KEM).
+    pub fn from_bytes(bytes: [u8; SS_BYTES]) -> Self {
+        SharedSecret(bytes)
+    }
     /// The key bytes (secret).
     pub fn as_bytes(&self) -> &[u8; SS_BYTES] {
         &self.0
