@@ -599,3 +599,94 @@ async fn http_and_grpc_share_the_listener() {
         .unwrap_err();
     assert_eq!(status.code(), Code::Unimplemented);
 }
+
+/// Log output captured from every thread of this test binary (the audit lines are written on the
+/// blocking pool's threads too).
+fn captured_logs() -> &'static std::sync::Mutex<Vec<u8>> {
+    use std::sync::{Mutex, OnceLock};
+    static LOGS: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs: &'static Mutex<Vec<u8>> = Box::leak(Box::new(Mutex::new(Vec::new())));
+        let writer = move || Capture(logs);
+        tracing_subscriber::fmt()
+            .with_writer(writer)
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .init();
+        logs
+    })
+}
+
+struct Capture(&'static std::sync::Mutex<Vec<u8>>);
+
+impl std::io::Write for Capture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn every_grpc_signature_writes_an_audit_line_without_secrets() {
+    let logs = captured_logs();
+    let server = TestServer::start(Options {
+        tokens: Some("audit-token-1\naudit-token-2\n"),
+        ..Options::default()
+    })
+    .await;
+    let channel = grpc_channel(&server).await;
+    let from = address_of(EIP155_KEY);
+    let mut client = SignerClient::with_interceptor(channel, bearer(Some("audit-token-2".into())));
+    let mut hashes = Vec::new();
+    let signed = client
+        .sign_transaction(pb::SignTransactionRequest {
+            tx: Some(tx(from, 424_242)),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .signed
+        .unwrap();
+    hashes.push(signed.hash);
+    let (signed_count, _) = sign_stream_and_check(&mut client, 120, from).await;
+    assert_eq!(signed_count, 118);
+    // The stream's hashes, recomputed from the JSON-RPC path (deterministic signatures).
+    for i in (0..120)
+        .filter(|i| stream_item(*i, from).1.is_none())
+        .take(5)
+    {
+        let raw = server
+            .result("eth_signTransaction", json!([tx_json(from, i)]))
+            .await;
+        hashes.push(keccak256(common::unhex(raw.as_str().unwrap())).to_vec());
+    }
+    let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let audit: Vec<&str> = text.lines().filter(|l| l.contains("audit")).collect();
+    for hash in &hashes {
+        let hex_hash = format!("0x{}", hex::encode(hash));
+        let lines: Vec<&&str> = audit.iter().filter(|l| l.contains(&hex_hash)).collect();
+        assert!(!lines.is_empty(), "no audit line for {hex_hash}");
+        let grpc_line = lines
+            .iter()
+            .find(|l| l.contains("chainsig.v1.Signer/"))
+            .unwrap_or_else(|| panic!("no gRPC audit line for {hex_hash}: {lines:?}"));
+        assert!(grpc_line.contains("token#2"), "{grpc_line}");
+        assert!(
+            grpc_line
+                .to_lowercase()
+                .contains(&format!("{from:?}").to_lowercase()),
+            "{grpc_line}"
+        );
+    }
+    assert!(
+        audit
+            .iter()
+            .filter(|l| l.contains("chainsig.v1.Signer/SignStream"))
+            .count()
+            >= 118
+    );
+    assert!(!text.contains("audit-token"), "a token reached the log");
+}
