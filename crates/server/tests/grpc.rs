@@ -690,3 +690,34 @@ async fn every_grpc_signature_writes_an_audit_line_without_secrets() {
     );
     assert!(!text.contains("audit-token"), "a token reached the log");
 }
+
+#[tokio::test]
+async fn rate_and_body_limits_apply_to_grpc_calls() {
+    let mut options = Options::default();
+    options.limits.rate = Some(chainsig_server::ratelimit::RateLimit {
+        per_second: 0.001,
+        burst: 2.0,
+    });
+    options.limits.body_bytes = 4096;
+    let server = TestServer::start(options).await;
+    let mut client = VerifierClient::new(grpc_channel(&server).await);
+    // Over the body limit: the message is refused before it is decoded.
+    let status = client
+        .recover_batch(pb::RecoverBatchRequest {
+            records: vec!["x".repeat(5000)],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::OutOfRange, "{}", status.message());
+    client
+        .recover_batch(pb::RecoverBatchRequest::default())
+        .await
+        .unwrap();
+    // The burst of 2 is spent: the next call is refused as gRPC clients expect.
+    let status = client
+        .recover_batch(pb::RecoverBatchRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted, "{}", status.message());
+    assert!(status.message().contains("rate limit"), "{}", status.message());
+}
