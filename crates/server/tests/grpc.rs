@@ -718,6 +718,15 @@ async fn rate_and_body_limits_apply_to_grpc_calls() {
         .recover_batch(pb::RecoverBatchRequest::default())
         .await
         .unwrap_err();
-    assert_eq!(status.code(), Code::ResourceExhausted, "{}", status.message());
-    assert!(status.message().contains("rate limit"), "{}", status.message());
+    assert_eq!(
+        status.code(),
+        Code::ResourceExhausted,
+        "{}",
+        status.message()
+    );
+    assert!(
+        status.message().contains("rate limit"),
+        "{}",
+        status.message()
+    );
 }
