@@ -13,6 +13,8 @@
 //!   not what was asked. A *lost* request got no answer at all (connection failure, timeout, body
 //!   cut short).
 //! * Latencies (send to full body) go into one HDR histogram per worker, merged at the end.
+//! * `grpc-sign` (in `loadtest_grpc`) runs one gRPC signing stream per connection with
+//!   `--in-flight` requests outstanding on each; each answered item counts as a request.
 //! * Only loopback hosts are accepted: a load test aimed at a remote machine by a typo is refused.
 
 use anyhow::{bail, Context};
@@ -36,13 +38,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zeroize::Zeroizing;
 
 /// Latencies above this are clamped into the histogram's top bucket (they are also lost or late).
-const MAX_LATENCY_US: u64 = 3_600_000_000;
+pub(crate) const MAX_LATENCY_US: u64 = 3_600_000_000;
 /// Verify batches are drawn round-robin from this many pre-generated distinct batches at most.
 const VERIFY_POOL: usize = 32;
 /// One signing answer in this many is decoded in full and its sender recovered and compared
 /// (the others are checked for shape: a type-2 raw transaction in hex). Decoding every answer
 /// would spend the client's CPU, which shares the machine with the server, on recovery.
-const FULL_CHECK_EVERY: u64 = 64;
+pub(crate) const FULL_CHECK_EVERY: u64 = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -51,6 +53,10 @@ pub enum Scenario {
     Sign,
     /// chainsig_verifyBatch of generated records, verdicts checked against the generator's.
     Verify,
+    /// gRPC Signer.SignStream: EIP-1559 transactions with distinct nonces on long-lived streams
+    /// (one per connection), many in flight on each (see `loadtest_grpc`).
+    #[serde(rename = "grpc-sign")]
+    GrpcSign,
 }
 
 #[derive(clap::Args)]
@@ -86,21 +92,25 @@ pub struct LoadtestArgs {
     /// verify: share of generated records that are corrupted.
     #[arg(long, default_value_t = 0.25)]
     invalid_ratio: f64,
+    /// grpc-sign: signing requests in flight on each stream.
+    #[arg(long, default_value_t = 512)]
+    in_flight: usize,
     /// Also write the report as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
 }
 
 /// A validated plan.
-struct Plan {
-    scenario: Scenario,
-    connections: usize,
-    requests: u64,
-    duration: Duration,
-    timeout: Duration,
+pub(crate) struct Plan {
+    pub(crate) scenario: Scenario,
+    pub(crate) connections: usize,
+    pub(crate) requests: u64,
+    pub(crate) duration: Duration,
+    pub(crate) timeout: Duration,
     batch: usize,
     alg: Algorithm,
     invalid_ratio: f64,
+    pub(crate) in_flight: usize,
 }
 
 #[derive(Serialize, Debug)]
@@ -191,6 +201,9 @@ fn plan(args: &LoadtestArgs) -> anyhow::Result<Plan> {
     if !(1..=65_536).contains(&args.batch) {
         bail!("--batch: must be from 1 to 65536");
     }
+    if !(1..=65_536).contains(&args.in_flight) {
+        bail!("--in-flight: must be from 1 to 65536");
+    }
     if !(0.0..=1.0).contains(&args.invalid_ratio) {
         bail!("--invalid-ratio: must be from 0 to 1");
     }
@@ -205,13 +218,14 @@ fn plan(args: &LoadtestArgs) -> anyhow::Result<Plan> {
         requests: args.requests,
         duration: Duration::from_secs(args.duration_secs),
         timeout: Duration::from_millis(args.timeout_ms),
-        batch: if args.scenario == Scenario::Sign {
-            1
-        } else {
+        batch: if args.scenario == Scenario::Verify {
             args.batch
+        } else {
+            1
         },
         alg,
         invalid_ratio: args.invalid_ratio,
+        in_flight: args.in_flight,
     })
 }
 
@@ -468,8 +482,8 @@ fn request(
     }
 }
 
-/// The first account the server holds: the sender of the signing scenario.
-async fn first_account(
+/// The first account the server holds: the sender of the signing scenarios.
+pub(crate) async fn first_account(
     url: &reqwest::Url,
     token: Option<&str>,
     timeout: Duration,
@@ -495,23 +509,23 @@ async fn first_account(
 }
 
 #[derive(Default)]
-struct Tally {
-    sent: u64,
-    ok: u64,
-    errors: u64,
-    lost: u64,
+pub(crate) struct Tally {
+    pub(crate) sent: u64,
+    pub(crate) ok: u64,
+    pub(crate) errors: u64,
+    pub(crate) lost: u64,
     first_problem: Option<(Instant, String)>,
 }
 
 impl Tally {
-    fn problem(&mut self, message: String) {
+    pub(crate) fn problem(&mut self, message: String) {
         if self.first_problem.is_none() {
             self.first_problem = Some((Instant::now(), message));
         }
     }
 }
 
-fn histogram() -> Histogram<u64> {
+pub(crate) fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid histogram bounds")
 }
 
@@ -521,8 +535,12 @@ async fn drive(
     token: Option<Zeroizing<String>>,
     in_process: bool,
 ) -> anyhow::Result<Report> {
+    if plan.scenario == Scenario::GrpcSign {
+        return crate::loadtest_grpc::drive(plan, url, token, in_process).await;
+    }
     let token_ref = token.as_ref().map(|t| t.as_str());
     let work = match plan.scenario {
+        Scenario::GrpcSign => unreachable!("handled above"),
         Scenario::Sign => Work::Sign {
             from: first_account(&url, token_ref, plan.timeout).await?,
         },
@@ -593,10 +611,25 @@ async fn drive(
             (tally, latencies)
         }));
     }
+    let mut outcomes = Vec::with_capacity(workers.len());
+    for worker in workers {
+        outcomes.push(worker.await.context("a load worker failed")?);
+    }
+    finish(plan, &url, in_process, outcomes, started, started_unix)
+}
+
+/// Merges the workers' tallies and latencies into the report.
+pub(crate) fn finish(
+    plan: &Plan,
+    url: &reqwest::Url,
+    in_process: bool,
+    outcomes: Vec<(Tally, Histogram<u64>)>,
+    started: Instant,
+    started_unix: u64,
+) -> anyhow::Result<Report> {
     let mut total = Tally::default();
     let mut latencies = histogram();
-    for worker in workers {
-        let (tally, hist) = worker.await.context("a load worker failed")?;
+    for (tally, hist) in outcomes {
         total.sent += tally.sent;
         total.ok += tally.ok;
         total.errors += tally.errors;
@@ -656,6 +689,7 @@ fn print_report(r: &Report) {
             "verify (chainsig_verifyBatch, {} records a call)",
             r.records_per_request
         ),
+        Scenario::GrpcSign => "grpc-sign (gRPC Signer.SignStream, EIP-1559)".to_string(),
     };
     println!(
         "loadtest {scenario} against {}{}",

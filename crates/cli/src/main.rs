@@ -9,6 +9,7 @@ mod gen;
 mod input;
 mod kem;
 mod loadtest;
+mod loadtest_grpc;
 mod recover;
 mod serve;
 mod verify;
@@ -44,9 +45,9 @@ enum Command {
     /// CTRU-Prime post-quantum KEM.
     #[command(subcommand)]
     Kem(kem::KemCommand),
-    /// The signing and verification service: JSON-RPC and REST over HTTP.
+    /// The signing and verification service: JSON-RPC and REST over HTTP, and gRPC, on one listener.
     Serve(serve::ServeArgs),
-    /// Load test a running server (loopback only) or an in-process one: JSON-RPC signing or batch verification.
+    /// Load test a running server (loopback only) or an in-process one: JSON-RPC signing, batch verification or gRPC stream signing.
     Loadtest(loadtest::LoadtestArgs),
 }
 

@@ -1,8 +1,9 @@
 //! `chainsig serve`: arguments for the signing and verification service in `chainsig-server`.
 //!
-//! Options the server does not implement yet (gRPC) are refused with a clear error rather than
-//! ignored, and TLS options that are incomplete are refused too: a service an operator believes
-//! to be encrypted, or to check client certificates, must never silently run without.
+//! gRPC is served on the `--http` listener (HTTP/2 beside HTTP/1.1, with the same TLS, tokens and
+//! limits); a separate `--grpc` address is refused with a clear error rather than ignored, and TLS
+//! options that are incomplete are refused too: a service an operator believes to be encrypted,
+//! or to check client certificates, must never silently run without.
 
 use crate::backends;
 use anyhow::bail;
@@ -17,10 +18,11 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Address for HTTP (JSON-RPC at POST /, REST, /metrics), e.g. 127.0.0.1:8545.
+    /// Address for HTTP (JSON-RPC at POST /, REST, /metrics) and gRPC (chainsig.v1.Signer,
+    /// chainsig.v1.Verifier, reflection; HTTP/2), e.g. 127.0.0.1:8545.
     #[arg(long)]
     http: SocketAddr,
-    /// Address for gRPC (not implemented yet).
+    /// gRPC shares the --http listener: when given, must equal --http.
     #[arg(long)]
     grpc: Option<SocketAddr>,
     /// Directory of keystore v3 files NAME.json, each with its password in NAME.pass.
@@ -65,8 +67,10 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    if args.grpc.is_some() {
-        bail!("--grpc: the gRPC front end is not implemented yet; serve HTTP only (--http)");
+    if let Some(grpc) = args.grpc {
+        if grpc != args.http {
+            bail!("--grpc {grpc}: gRPC is served on the --http listener ({}); omit --grpc or give the same address", args.http);
+        }
     }
     let tls = match (args.tls_cert, args.tls_key, args.client_ca) {
         (None, None, None) => None,

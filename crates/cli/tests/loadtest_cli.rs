@@ -159,3 +159,56 @@ fn hosts_off_loopback_are_refused() {
         assert!(stderr.contains("not a loopback address"), "{url}: {stderr}");
     }
 }
+
+#[test]
+fn grpc_sign_scenario_checks_every_streamed_answer() {
+    let report = run_json(
+        "grpc",
+        &[
+            "--scenario",
+            "grpc-sign",
+            "--requests",
+            "3000",
+            "--connections",
+            "2",
+            "--in-flight",
+            "256",
+            "--duration-secs",
+            "120",
+        ],
+    );
+    assert_eq!(report["scenario"], "grpc-sign");
+    assert_eq!(report["in_process_server"], true);
+    assert_eq!(report["connections"], 2);
+    assert_eq!(report["stopped_by"], "requests");
+    assert_eq!(report["sent"], 3000);
+    assert_eq!(report["ok"], 3000, "{report}");
+    assert_eq!(report["errors"], 0);
+    assert_eq!(report["lost"], 0);
+    assert_eq!(report["records_per_request"], 1);
+    assert!(report["first_problem"].is_null());
+    check_latencies(&report);
+}
+
+#[test]
+fn grpc_sign_scenario_is_bounded_in_time() {
+    let report = run_json(
+        "grpc-duration",
+        &[
+            "--scenario",
+            "grpc-sign",
+            "--requests",
+            "100000000",
+            "--duration-secs",
+            "1",
+            "--connections",
+            "1",
+        ],
+    );
+    assert_eq!(report["stopped_by"], "duration");
+    assert!(report["elapsed_s"].as_f64().unwrap() < 30.0);
+    assert!(report["ok"].as_u64().unwrap() > 0);
+    assert_eq!(report["errors"], 0);
+    assert_eq!(report["lost"], 0);
+    assert_eq!(report["sent"], report["ok"]);
+}

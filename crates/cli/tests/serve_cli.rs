@@ -154,7 +154,10 @@ fn serves_until_sigterm_and_exits_zero() {
 fn refuses_options_it_does_not_implement() {
     let dir = keys_dir("refuse");
     for (extra, needle) in [
-        (vec!["--grpc", "127.0.0.1:0"], "not implemented"),
+        (
+            vec!["--grpc", "127.0.0.1:9"],
+            "served on the --http listener",
+        ),
         (vec!["--tls-cert", "c.pem"], "--tls-cert: needs --tls-key"),
         (vec!["--tls-key", "k.pem"], "--tls-key: needs --tls-cert"),
         (vec!["--client-ca", "ca.pem"], "--client-ca: needs"),

@@ -88,7 +88,8 @@ impl fmt::Display for Client {
 }
 
 /// Middleware: attaches the [`Client`] to the request and, when tokens are configured, refuses
-/// requests without a valid `Authorization: Bearer TOKEN` with 401. `/upcheck` stays open, as
+/// requests without a valid `Authorization: Bearer TOKEN` with 401 (gRPC: `UNAUTHENTICATED`; the
+/// token is then the `authorization` metadata, the same header). `/upcheck` stays open, as
 /// load balancers probe it without credentials.
 pub async fn authenticate(
     State(tokens): State<Option<Arc<Tokens>>>,
@@ -110,6 +111,11 @@ pub async fn authenticate(
                 Some(index) => client.token = Some(index),
                 None => {
                     tracing::warn!(client = %client, path = request.uri().path(), "unauthorised request refused");
+                    if crate::is_grpc(&request) {
+                        return crate::grpc_refusal(tonic::Status::unauthenticated(
+                            unauthorised_message(presented.is_some()),
+                        ));
+                    }
                     return unauthorised(presented.is_some());
                 }
             }
@@ -119,12 +125,16 @@ pub async fn authenticate(
     next.run(request).await
 }
 
-fn unauthorised(had_token: bool) -> Response {
-    let message = if had_token {
+fn unauthorised_message(had_token: bool) -> &'static str {
+    if had_token {
         "invalid bearer token"
     } else {
         "missing bearer token (Authorization: Bearer TOKEN)"
-    };
+    }
+}
+
+fn unauthorised(had_token: bool) -> Response {
+    let message = unauthorised_message(had_token);
     (
         StatusCode::UNAUTHORIZED,
         [(header::WWW_AUTHENTICATE, "Bearer")],

@@ -1,4 +1,5 @@
-//! chainsig-server: the signing and verification service behind `chainsig serve`.
+//! chainsig-server: the signing and verification service behind `chainsig serve`: JSON-RPC and
+//! REST over HTTP, and gRPC, on one listener.
 //!
 //! * [`keys`]: keys from a directory of keystore v3 files with their password files.
 //! * [`rpc`]: JSON-RPC 2.0 at `POST /` (single and batch): `eth_accounts`, `eth_signTransaction`,
@@ -9,14 +10,20 @@
 //! * [`metrics`]: Prometheus counters and latency histograms.
 //! * [`batcher`]: verification requests from concurrent callers gathered into batches.
 //! * [`tls`]: TLS and mutual TLS through rustls.
+//! * [`grpc`]: the gRPC services `chainsig.v1.Signer` and `chainsig.v1.Verifier` (tonic, with
+//!   reflection), routes of the same router, so one listener serves HTTP/1.1, HTTP/2 and gRPC
+//!   (h2 by ALPN over TLS, h2 with prior knowledge over plain TCP).
+//! * [`ops`]: signing and recovery as both front ends call them.
 //!
 //! Every signature writes one audit line (tracing target `audit`): client, method, key address
 //! and the transaction or message hash; never a key, a password or a token.
 
 pub mod auth;
 pub mod batcher;
+pub mod grpc;
 pub mod keys;
 pub mod metrics;
+pub mod ops;
 pub mod ratelimit;
 pub mod rest;
 pub mod rpc;
@@ -103,15 +110,16 @@ impl AppState {
     }
 }
 
-/// The HTTP routes, with authentication, body limit and per-route metrics.
+/// The HTTP routes and the gRPC services, with authentication, body limit and per-route metrics.
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/", post(rpc::handle))
         .route("/api/v1/eth1/sign/{identifier}", post(rest::sign))
         .route("/api/v1/eth1/publicKeys", get(rest::public_keys))
         .route("/upcheck", get(rest::upcheck))
         .route("/healthcheck", get(rest::healthcheck))
-        .route("/metrics", get(rest::metrics))
+        .route("/metrics", get(rest::metrics));
+    grpc::add_routes(routes, &state)
         .fallback(not_found)
         // Layers run outermost last-added: metrics, then authentication, then the rate limit.
         .layer(middleware::from_fn_with_state(
@@ -133,6 +141,20 @@ async fn not_found() -> Response {
         axum::Json(serde_json::json!({"error": "no such route"})),
     )
         .into_response()
+}
+
+/// Whether a request is gRPC (`content-type: application/grpc…`): the middlewares then answer
+/// refusals as gRPC statuses, which gRPC clients understand, instead of HTTP errors.
+pub(crate) fn is_grpc(request: &Request) -> bool {
+    request
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+}
+
+/// A gRPC refusal as an HTTP response (status 200, `grpc-status` in the headers).
+pub(crate) fn grpc_refusal(status: tonic::Status) -> Response {
+    status.into_http::<axum::body::Body>()
 }
 
 /// Counts every HTTP request under its route (`POST /` for JSON-RPC requests as a whole; each

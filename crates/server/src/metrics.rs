@@ -1,6 +1,7 @@
 //! Prometheus metrics, served as text at `/metrics`.
 //!
-//! Per method (a JSON-RPC method name or a REST route): requests, errors and a latency histogram.
+//! Per method (a JSON-RPC method name, a REST route or a gRPC method such as
+//! `chainsig.v1.Signer/SignStream`, where each item of a signing stream counts as a request): requests, errors and a latency histogram.
 //! Method labels come from a fixed list, so a client sending random method names cannot grow the
 //! label set without bound. Also counted: signatures by kind, verifications and recoveries by
 //! backend, verification batches, and the process's resident memory (read at scrape time).
@@ -120,6 +121,16 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
+    /// The request, error and latency series of one method, resolved once, for callers that
+    /// count many requests (the items of a gRPC signing stream).
+    pub fn method(&self, method: &str) -> MethodMetrics {
+        MethodMetrics {
+            requests: self.requests.with_label_values(&[method]),
+            errors: self.errors.with_label_values(&[method]),
+            latency: self.latency.with_label_values(&[method]),
+        }
+    }
+
     pub fn signature(&self, kind: &str) {
         self.signatures.with_label_values(&[kind]).inc();
     }
@@ -150,6 +161,25 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut out)
             .expect("text encoding into a Vec does not fail");
         String::from_utf8(out).expect("the text format is UTF-8")
+    }
+}
+
+/// One method's series (see [`Metrics::method`]).
+#[derive(Clone)]
+pub struct MethodMetrics {
+    requests: prometheus::IntCounter,
+    errors: prometheus::IntCounter,
+    latency: prometheus::Histogram,
+}
+
+impl MethodMetrics {
+    /// Records one answered request.
+    pub fn observe(&self, elapsed: Duration, failed: bool) {
+        self.requests.inc();
+        if failed {
+            self.errors.inc();
+        }
+        self.latency.observe(elapsed.as_secs_f64());
     }
 }
 

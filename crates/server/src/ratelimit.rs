@@ -1,4 +1,5 @@
-//! Per-client rate limits: a token bucket for each client, 429 when it is empty.
+//! Per-client rate limits: a token bucket for each client, 429 when it is empty (gRPC:
+//! `RESOURCE_EXHAUSTED`; a gRPC call, a whole stream included, is one request).
 //!
 //! A client is its bearer token when authentication is on (so one caller cannot spread its load
 //! over many connections), otherwise its IP address. `/upcheck` is never limited, so a busy
@@ -96,6 +97,12 @@ pub async fn limit(
             if let Err(wait) = limiter.take(&client, Instant::now()) {
                 tracing::warn!(client = %client, "rate limit exceeded");
                 let retry = wait.ceil().max(1.0) as u64;
+                if crate::is_grpc(&request) {
+                    return crate::grpc_refusal(tonic::Status::resource_exhausted(format!(
+                        "rate limit of {} requests per second exceeded; retry in {retry} s",
+                        limiter.limit.per_second
+                    )));
+                }
                 return (
                     StatusCode::TOO_MANY_REQUESTS,
                     [(header::RETRY_AFTER, retry.to_string())],

@@ -8,7 +8,7 @@
 
 use crate::auth::Client;
 use crate::metrics::UNKNOWN_METHOD;
-use crate::AppState;
+use crate::{ops, AppState};
 use alloy_primitives::{eip191_hash_message, Address};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -279,13 +279,7 @@ fn account(state: &AppState, field: &str, value: &Value) -> Result<Address, RpcE
 }
 
 fn no_account(address: &Address) -> RpcError {
-    RpcError::new(
-        SERVER_ERROR,
-        format!(
-            "no unlocked account matches the sender {}",
-            address.to_checksum(None)
-        ),
-    )
+    RpcError::new(SERVER_ERROR, ops::no_account_message(address))
 }
 
 fn hex_bytes(field: &str, value: &Value) -> Result<Vec<u8>, RpcError> {
@@ -304,24 +298,12 @@ fn sign_transaction(
     let params = positional(params, 1, 1)?;
     let request =
         TxRequest::from_json(&params[0]).map_err(|e| RpcError::params(format!("params[0].{e}")))?;
-    if let Some(from) = request.from {
-        if state.signer.key(&from).is_none() {
-            return Err(no_account(&from));
-        }
-    }
-    let signed = state
-        .signer
-        .sign_transaction(&request)
-        .map_err(|e| RpcError::params(format!("params[0].{e}")))?;
-    state.metrics.signature("transaction");
-    tracing::info!(
-        target: "audit",
-        client = %client,
-        method = "eth_signTransaction",
-        key = %signed.from,
-        tx_hash = %signed.hash,
-        "signed"
-    );
+    let signed = ops::sign_transaction(state, client, "eth_signTransaction", &request).map_err(
+        |failure| match failure {
+            ops::SignFailure::NoAccount(address) => no_account(&address),
+            ops::SignFailure::Field(e) => RpcError::params(format!("params[0].{e}")),
+        },
+    )?;
     Ok(json!(format!("0x{}", hex::encode(&signed.raw))))
 }
 
@@ -372,13 +354,7 @@ fn batch_params(params: Option<Value>) -> Result<(Vec<Value>, Map<String, Value>
 }
 
 fn check_count(state: &AppState, count: usize) -> Result<(), RpcError> {
-    if count > state.limits.records_per_call {
-        return Err(RpcError::params(format!(
-            "records: {count} records are above the limit of {}",
-            state.limits.records_per_call
-        )));
-    }
-    Ok(())
+    ops::check_count(state, count).map_err(RpcError::params)
 }
 
 fn verify_options(options: &Map<String, Value>) -> Result<(VerifyDefaults, bool), RpcError> {
@@ -466,20 +442,11 @@ async fn recover_batch(state: &AppState, params: Option<Value>) -> Result<Value,
             other => parse_recover_value(other),
         })
         .collect();
-    let registry = state.registry.clone();
-    let backend = state.backend.clone();
-    let outcome = tokio::task::spawn_blocking(move || {
-        chainsig_eth::recover::recover_records(&registry, &backend, records)
-    })
-    .await
-    .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("recovery task failed: {e}")))?
-    .map_err(|e| RpcError::new(INTERNAL_ERROR, format!("recovery failed: {e}")))?;
-    if let Some((backend, count)) = &outcome.batch {
-        state.metrics.recovered(backend, *count);
-    }
+    let results = ops::recover(state, records)
+        .await
+        .map_err(|e| RpcError::new(INTERNAL_ERROR, e))?;
     Ok(Value::Array(
-        outcome
-            .results
+        results
             .into_iter()
             .map(|r| match r {
                 Ok(found) => json!({

@@ -49,7 +49,7 @@ fn certificates(flag: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, 
     Ok(certs)
 }
 
-/// A rustls server configuration from PEM texts: HTTP/1.1 over TLS 1.2 or 1.3, client
+/// A rustls server configuration from PEM texts: HTTP/2 (gRPC) or HTTP/1.1 by ALPN, over TLS 1.2 or 1.3, client
 /// certificates required and checked against `client_ca` when it is given.
 pub fn server_config(
     cert_pem: &[u8],
@@ -82,6 +82,6 @@ pub fn server_config(
     let mut config = builder
         .with_single_cert(chain, key)
         .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

@@ -244,3 +244,116 @@ fn bad_tls_files_are_named() {
     )
     .is_err());
 }
+
+/// A gRPC channel over TLS (HTTP/2 by ALPN) trusting `trusted`, with a client certificate or not.
+async fn grpc_over_tls(
+    addr: SocketAddr,
+    trusted: &Authority,
+    client: Option<&(Certificate, KeyPair)>,
+) -> Result<tonic::transport::Channel, tonic::transport::Error> {
+    use tonic::transport::{Certificate as Ca, ClientTlsConfig, Endpoint, Identity};
+    let mut config = ClientTlsConfig::new()
+        .ca_certificate(Ca::from_pem(trusted.cert.pem()))
+        .domain_name("localhost");
+    if let Some((cert, key)) = client {
+        config = config.identity(Identity::from_pem(cert.pem(), key.serialize_pem()));
+    }
+    Endpoint::from_shared(format!("https://{addr}"))
+        .unwrap()
+        .tls_config(config)?
+        .connect()
+        .await
+}
+
+fn grpc_sign_request() -> chainsig_server::grpc::pb::SignTransactionRequest {
+    use chainsig_server::grpc::pb;
+    pb::SignTransactionRequest {
+        tx: Some(pb::Transaction {
+            chain_id: Some(1),
+            nonce: 5,
+            gas: 21_000,
+            to: vec![0x35; 20],
+            gas_price: Some(vec![0x04, 0xa8, 0x17, 0xc8, 0x00]),
+            ..Default::default()
+        }),
+    }
+}
+
+#[tokio::test]
+async fn grpc_over_tls_and_mutual_tls() {
+    use chainsig_server::grpc::pb::signer_client::SignerClient;
+    let ca = Authority::new("gRPC test CA");
+    let server = start(&ca, None, Some("grpc-token")).await;
+    let channel = grpc_over_tls(server.addr, &ca, None).await.unwrap();
+    let token = |t: &'static str| {
+        move |mut request: tonic::Request<()>| {
+            request
+                .metadata_mut()
+                .insert("authorization", format!("Bearer {t}").parse().unwrap());
+            Ok(request)
+        }
+    };
+    let signed = SignerClient::with_interceptor(channel.clone(), token("grpc-token"))
+        .sign_transaction(grpc_sign_request())
+        .await
+        .unwrap()
+        .into_inner()
+        .signed
+        .unwrap();
+    let decoded = chainsig_eth::decode_raw(&signed.raw).unwrap();
+    assert_eq!(
+        decoded.from.to_checksum(None),
+        "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F"
+    );
+    let status = SignerClient::with_interceptor(channel, token("wrong"))
+        .sign_transaction(grpc_sign_request())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated);
+    // HTTP/1.1 still answers on the same TLS port.
+    let (status, body) = exchange(server.addr, &ca, None, UPCHECK).await.unwrap();
+    assert_eq!((status, body.as_str()), (200, "OK"));
+    // A client trusting another CA does not get through.
+    let other = Authority::new("another CA");
+    let refused = match grpc_over_tls(server.addr, &other, None).await {
+        Err(_) => true,
+        Ok(channel) => SignerClient::new(channel)
+            .sign_transaction(grpc_sign_request())
+            .await
+            .is_err(),
+    };
+    assert!(refused);
+    server.stop().await;
+
+    // Mutual TLS: a certificate from the client CA is required.
+    let server_ca = Authority::new("server CA");
+    let client_ca = Authority::new("client CA");
+    let server = start(&server_ca, Some(&client_ca), None).await;
+    let good = client_ca.issue("grpc-client", true);
+    let channel = grpc_over_tls(server.addr, &server_ca, Some(&good))
+        .await
+        .unwrap();
+    let signed = SignerClient::new(channel)
+        .sign_transaction(grpc_sign_request())
+        .await
+        .unwrap()
+        .into_inner()
+        .signed
+        .unwrap();
+    assert!(chainsig_eth::decode_raw(&signed.raw).is_ok());
+    let stranger = Authority::new("stranger CA").issue("grpc-client-2", true);
+    for client in [None, Some(&stranger)] {
+        let refused = match grpc_over_tls(server.addr, &server_ca, client).await {
+            Err(_) => true,
+            Ok(channel) => SignerClient::new(channel)
+                .sign_transaction(grpc_sign_request())
+                .await
+                .is_err(),
+        };
+        assert!(
+            refused,
+            "a client without an accepted certificate was served"
+        );
+    }
+    server.stop().await;
+}

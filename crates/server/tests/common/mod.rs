@@ -198,3 +198,26 @@ pub fn error_of(answer: &Value) -> (i64, String) {
 pub fn unhex(text: &str) -> Vec<u8> {
     hex::decode(text.strip_prefix("0x").unwrap_or(text)).unwrap()
 }
+
+/// A gRPC channel to the server (HTTP/2 with prior knowledge over plain TCP).
+pub async fn grpc_channel(server: &TestServer) -> tonic::transport::Channel {
+    tonic::transport::Endpoint::from_shared(server.url.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// An interceptor that adds `authorization: Bearer TOKEN` when `token` is given.
+pub fn bearer(
+    token: Option<String>,
+) -> impl FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Clone {
+    move |mut request: tonic::Request<()>| {
+        if let Some(token) = &token {
+            request
+                .metadata_mut()
+                .insert("authorization", format!("Bearer {token}").parse().unwrap());
+        }
+        Ok(request)
+    }
+}

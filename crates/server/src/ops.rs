@@ -1,0 +1,87 @@
+//! The operations both front ends perform: JSON-RPC ([`crate::rpc`]) and gRPC ([`crate::grpc`])
+//! decode their requests their own way, then sign, verify and recover through these functions,
+//! so the checks, the metrics and the audit log are one implementation.
+
+use crate::auth::Client;
+use crate::AppState;
+use alloy_primitives::Address;
+use chainsig_core::record::RecoverRecord;
+use chainsig_core::{RecordError, Recovered};
+use chainsig_eth::{EthError, SignedTx, TxRequest};
+
+/// Why a transaction was not signed.
+#[derive(Debug)]
+pub enum SignFailure {
+    /// `from` names an address the server holds no key for (JSON-RPC -32000).
+    NoAccount(Address),
+    /// A field of the request is wrong (JSON-RPC -32602); the error names it.
+    Field(EthError),
+}
+
+/// The message of [`SignFailure::NoAccount`].
+pub fn no_account_message(address: &Address) -> String {
+    format!(
+        "no unlocked account matches the sender {}",
+        address.to_checksum(None)
+    )
+}
+
+/// Signs `request` with the key of its `from` (or the only key), counts the signature and writes
+/// the audit line (`method` names the front end's method).
+pub fn sign_transaction(
+    state: &AppState,
+    client: &Client,
+    method: &'static str,
+    request: &TxRequest,
+) -> Result<SignedTx, SignFailure> {
+    if let Some(from) = request.from {
+        if state.signer.key(&from).is_none() {
+            return Err(SignFailure::NoAccount(from));
+        }
+    }
+    let signed = state
+        .signer
+        .sign_transaction(request)
+        .map_err(SignFailure::Field)?;
+    state.metrics.signature("transaction");
+    tracing::info!(
+        target: "audit",
+        client = %client,
+        method,
+        key = %signed.from,
+        tx_hash = %signed.hash,
+        "signed"
+    );
+    Ok(signed)
+}
+
+/// Refuses a verify or recover call with more records than the limit.
+pub fn check_count(state: &AppState, count: usize) -> Result<(), String> {
+    if count > state.limits.records_per_call {
+        return Err(format!(
+            "records: {count} records are above the limit of {}",
+            state.limits.records_per_call
+        ));
+    }
+    Ok(())
+}
+
+/// Recovers the signer of each record, in order, off the async threads, on the server's backend.
+/// Fails only when no backend could run the batch.
+pub async fn recover(
+    state: &AppState,
+    records: Vec<Result<RecoverRecord, RecordError>>,
+) -> Result<Vec<Result<Recovered, RecordError>>, String> {
+    let registry = state.registry.clone();
+    let backend = state.backend.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        chainsig_eth::recover::recover_records(&registry, &backend, records)
+    })
+    .await
+    .map_err(|e| format!("recovery task failed: {e}"))?
+    .map_err(|e| format!("recovery failed: {e}"))?;
+    if let Some((backend, count)) = &outcome.batch {
+        state.metrics.recovered(backend, *count);
+    }
+    Ok(outcome.results)
+}
