@@ -116,6 +116,10 @@ pub(crate) async fn drive(
         let channel = tonic::transport::Endpoint::from_shared(url.to_string())
             .context("--url: not a gRPC endpoint")?
             .tcp_nodelay(true)
+            // Hundreds of answers in flight on one stream outgrow HTTP/2's default 64 KiB window,
+            // which would make the server wait for window updates instead of sending.
+            .initial_stream_window_size(4 << 20)
+            .initial_connection_window_size(8 << 20)
             .connect()
             .await
             .with_context(|| format!("{url}: cannot open a gRPC connection"))?;
