@@ -10,11 +10,34 @@ use cudarc::driver::{
 };
 use std::sync::Arc;
 
-fn device_err(what: &'static str, e: impl std::fmt::Debug) -> Error {
+pub(crate) fn device_err(what: &'static str, e: impl std::fmt::Debug) -> Error {
     Error::Device {
         what,
         detail: format!("{e:?}"),
     }
+}
+
+/// A CUDA event for timing (the product and KEM benchmarks share these three calls).
+pub(crate) fn new_event(ctx: &Arc<CudaContext>) -> Result<cudarc::driver::CudaEvent, Error> {
+    ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(|e| device_err("cuEventCreate", e))
+}
+
+/// Records `event` on `stream`.
+pub(crate) fn record(event: &cudarc::driver::CudaEvent, stream: &CudaStream) -> Result<(), Error> {
+    event
+        .record(stream)
+        .map_err(|e| device_err("cuEventRecord", e))
+}
+
+/// Milliseconds from `a` to `b`.
+pub(crate) fn elapsed_ms(
+    a: &cudarc::driver::CudaEvent,
+    b: &cudarc::driver::CudaEvent,
+) -> Result<f64, Error> {
+    a.elapsed_ms(b)
+        .map(f64::from)
+        .map_err(|e| device_err("cuEventElapsedTime", e))
 }
 
 /// Median times of one batch size, in milliseconds, from CUDA events.
@@ -191,21 +214,9 @@ impl GpuPolyMul {
     ) -> Result<Timing, Error> {
         let prep = prepare(self.set, product, shared, batch)?;
         let mut buf = self.alloc(&prep)?;
-        let ev = || {
-            self.ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| device_err("cuEventCreate", e))
-        };
-        let (start, end) = (ev()?, ev()?);
-        let rec = |e: &cudarc::driver::CudaEvent| {
-            e.record(&self.stream)
-                .map_err(|e| device_err("cuEventRecord", e))
-        };
-        let elapsed = |a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent| {
-            a.elapsed_ms(b)
-                .map(f64::from)
-                .map_err(|e| device_err("cuEventElapsedTime", e))
-        };
+        let (start, end) = (new_event(&self.ctx)?, new_event(&self.ctx)?);
+        let rec = |e: &cudarc::driver::CudaEvent| record(e, &self.stream);
+        let elapsed = elapsed_ms;
         rec(&start)?;
         self.setup(product, &prep, &mut buf)?;
         rec(&end)?;

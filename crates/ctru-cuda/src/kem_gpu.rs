@@ -12,17 +12,12 @@ use chainsig_ctru::params::{SEED_BYTES, SS_BYTES};
 use chainsig_ctru::zeroize::Zeroizing;
 use chainsig_ctru::{Ciphertext, ParamSet, PublicKey, SecretKey, SharedSecret};
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig,
-    PinnedHostSlice, PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice,
+    PushKernelArg,
 };
 use std::sync::Arc;
 
-fn device_err(what: &'static str, e: impl std::fmt::Debug) -> Error {
-    Error::Device {
-        what,
-        detail: format!("{e:?}"),
-    }
-}
+use crate::gpu::{device_err, elapsed_ms, new_event, record};
 
 fn pad32(x: usize) -> usize {
     x.div_ceil(32) * 32
@@ -604,21 +599,9 @@ impl GpuKem {
     }
 
     fn time_work(&self, w: &mut Work, reps: usize) -> Result<KemTiming, Error> {
-        let ev = || {
-            self.ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| device_err("cuEventCreate", e))
-        };
-        let (start, end) = (ev()?, ev()?);
-        let rec = |e: &cudarc::driver::CudaEvent| {
-            e.record(&self.stream)
-                .map_err(|e| device_err("cuEventRecord", e))
-        };
-        let elapsed = |a: &cudarc::driver::CudaEvent, b: &cudarc::driver::CudaEvent| {
-            a.elapsed_ms(b)
-                .map(f64::from)
-                .map_err(|e| device_err("cuEventElapsedTime", e))
-        };
+        let (start, end) = (new_event(&self.ctx)?, new_event(&self.ctx)?);
+        let rec = |e: &cudarc::driver::CudaEvent| record(e, &self.stream);
+        let elapsed = elapsed_ms;
         let reps = reps.max(1);
         let warm = reps / 4 + 2;
         self.upload(w)?;
