@@ -4,7 +4,7 @@
 //! tampered ciphertexts (the latter must take the whole-key rejection path). Runs in CI without a GPU.
 
 use chainsig_ctru::encode;
-use chainsig_ctru::{decaps_with_verdict, encaps, keygen, Ciphertext, ParamSet, RandomSource};
+use chainsig_ctru::{decaps_with_verdict, encaps, keygen, ParamSet, RandomSource};
 use chainsig_ctru_cuda::kem::{host_decode_message, host_pack_ct, host_sha3_512, host_shake256};
 use chainsig_ctru_cuda::{Error, HostKem};
 use rand::{Rng, RngCore, SeedableRng};
@@ -73,22 +73,6 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Tampered copies of an honest ciphertext: one flipped bit at a random position, a set padding bit,
-/// random bytes of the right length.
-fn tamper(set: ParamSet, ct: &Ciphertext, rng: &mut ChaCha20Rng, kind: usize) -> Ciphertext {
-    let mut b = ct.as_bytes().to_vec();
-    let len = b.len();
-    match kind {
-        0 => {
-            let bit = rng.gen_range(0..8 * len);
-            b[bit / 8] ^= 1 << (bit % 8);
-        }
-        1 => b[len - 1] ^= 0x80, // a padding bit: unpacking ignores it, the byte comparison must not
-        _ => rng.fill_bytes(&mut b),
-    }
-    Ciphertext::from_bytes(set, &b).unwrap()
-}
-
 #[test]
 fn host_batch_kem_equals_cpu_kem_for_every_n() {
     let mut rng = ChaCha20Rng::seed_from_u64(0x6b65_6d5f_686f_7374);
@@ -110,7 +94,7 @@ fn host_batch_kem_equals_cpu_kem_for_every_n() {
         // Tampered ciphertexts, interleaved with the honest ones.
         let honest = cts.len();
         for i in 0..honest {
-            let t = tamper(set, &cts[i], &mut rng, i % 3);
+            let t = chainsig_ctru_cuda::bench::tamper(&cts[i], &mut rng, i % 3);
             cts.push(t);
         }
         let got = kem.decaps_batch(&cts).expect("host decaps");
