@@ -12,6 +12,7 @@ fn main() {
         "cs_types.h",
         "cs_arith.cuh",
         "cs_verify.cuh",
+        "cs_sm3.cuh",
         "host_shim.cpp",
         "../src/codegen.rs",
     ] {

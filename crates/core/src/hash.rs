@@ -27,6 +27,14 @@ pub fn sm3_concat(parts: &[&[u8]]) -> [u8; 32] {
     hasher.finalize().into()
 }
 
+/// SM2's signer digest Z_A = SM3(ENTL ‖ ID ‖ a ‖ b ‖ Gx ‖ Gy ‖ Px ‖ Py), ENTL the bit length of
+/// the identifier as two big-endian bytes, from the core curve constants.
+pub fn sm2_z_a(id: &[u8], px: &[u8; 32], py: &[u8; 32]) -> [u8; 32] {
+    let c = &crate::curve::SM2;
+    let entl = ((id.len() * 8) as u16).to_be_bytes();
+    sm3_concat(&[&entl, id, &c.a, &c.b, &c.gx, &c.gy, px, py])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,7 +106,7 @@ impl Preparer {
         if let Some(za) = self.za_cache.lock().expect("cache lock").get(&cache_key) {
             return *za;
         }
-        let za = sm2_z_a(id, px, py);
+        let za = hash::sm2_z_a(id, px, py);
         let mut cache = self.za_cache.lock().expect("cache lock");
         if cache.len() >= ZA_CACHE_LIMIT {
             cache.clear();
@@ -114,13 +114,6 @@ impl Preparer {
         cache.insert(cache_key, za);
         za
     }
-}
-
-/// Z_A = SM3(ENTL ‖ ID ‖ a ‖ b ‖ Gx ‖ Gy ‖ Px ‖ Py), computed from the core curve constants.
-fn sm2_z_a(id: &[u8], px: &[u8; 32], py: &[u8; 32]) -> [u8; 32] {
-    let c = &chainsig_core::curve::SM2;
-    let entl = ((id.len() * 8) as u16).to_be_bytes();
-    hash::sm3_concat(&[&entl, id, &c.a, &c.b, &c.gx, &c.gy, px, py])
 }
 
 #[cfg(test)]

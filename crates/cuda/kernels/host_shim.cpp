@@ -6,6 +6,7 @@
 thread_local unsigned long long cs_mul_count = 0;
 #include "cs_arith.cuh"
 #include "cs_verify.cuh"
+#include "cs_sm3.cuh"
 
 #include <vector>
 
@@ -33,6 +34,9 @@ int cs_host_verify(int mode, int inv, int compress, const u32* e, const u32* r, 
 #undef CS_CASE
   return -1;  // unknown configuration
 }
+
+// e = SM3(Z_A ‖ msg) by the GPU module's routine: za as 8 big-endian words, e as 8 little-endian limbs.
+void cs_host_sm3_e(const u32* za, const unsigned char* msg, u32 len, u32* e) { sm3_za_message(e, za, msg, len); }
 
 unsigned long long cs_host_mul_count(void) { return cs_mul_count; }
 void cs_host_mul_count_reset(void) { cs_mul_count = 0; }

@@ -7,6 +7,7 @@
 
 use crate::host;
 use crate::kernel::{self, KernelConfig, Resources};
+use crate::messages::MessageBatch;
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::backend::{Backend, BackendError};
 use chainsig_core::batch::{Batch, LIMBS, OPERANDS, PY};
@@ -191,6 +192,9 @@ struct Slot {
     pin_out: Pinned<u64>,
     dev_in: DevBuf,
     dev_out: DevBuf,
+    /// Hashing input (Z_A, offsets, message bytes) of the chunk, for batches that carry messages.
+    pin_msg: Pinned<u32>,
+    dev_msg: DevBuf,
     done: Event,
     pending: Option<(usize, usize)>, // (first item, items)
 }
@@ -203,6 +207,10 @@ struct Engine {
     gtab: DevBuf,
     slots: Vec<Slot>,
     cfg: CudaConfig,
+    /// The device's architecture ("sm_90"), for modules compiled after open.
+    arch: String,
+    /// `cs_sm3_e`, compiled at the first batch that carries messages.
+    sm3: Option<CudaFunction>,
 }
 
 // SAFETY: the raw pointers in Engine's buffers are only touched while the Mutex is held.
@@ -326,6 +334,8 @@ impl Engine {
                 pin_out: Pinned::new(1)?,
                 dev_in: DevBuf::new(4)?,
                 dev_out: DevBuf::new(8)?,
+                pin_msg: Pinned::new(1)?,
+                dev_msg: DevBuf::new(4)?,
                 done: Event::new(false)?,
                 pending: None,
             });
@@ -338,6 +348,8 @@ impl Engine {
             gtab,
             slots,
             cfg,
+            arch,
+            sm3: None,
         };
         // A product miscompiled for this device must never produce a verdict: check the kernel's
         // field arithmetic against the host build before accepting work.
@@ -413,6 +425,48 @@ impl Engine {
     }
 
     fn verify(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+        self.run(batch, None)
+    }
+
+    /// The SM3 kernel, compiled (or loaded from the cache) on first use.
+    fn sm3_function(&mut self) -> Result<CudaFunction, BackendError> {
+        if let Some(f) = &self.sm3 {
+            return Ok(f.clone());
+        }
+        let compiled = kernel::compile_cached(&kernel::sm3_source(), &self.arch)
+            .map_err(|e| device_err("compile the SM3 kernel", e))?;
+        let module = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+            .map_err(|e| device_err("cuModuleLoadData (SM3)", e))?;
+        let f = module
+            .load_function(kernel::SM3_KERNEL)
+            .map_err(|e| device_err("cuModuleGetFunction (SM3)", e))?;
+        self.sm3 = Some(f.clone());
+        Ok(f)
+    }
+
+    fn verify_messages(&mut self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
+        if self.cfg.kernel.row_major {
+            return Err(BackendError::Unsupported {
+                backend: NAME.into(),
+                what: "messages hashed on the GPU with the row-major layout ablation".into(),
+            });
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| device_err("bind context", e))?;
+        let sm3 = self.sm3_function()?;
+        self.run(batch.items(), Some((batch, &sm3)))
+    }
+
+    /// The chunk pipeline. With `msgs`, each chunk's digests are computed on the GPU by the SM3
+    /// kernel (into the e rows of the staged input) just before its verification kernel.
+    fn run(
+        &mut self,
+        batch: &Batch,
+        msgs: Option<(&MessageBatch, &CudaFunction)>,
+    ) -> Result<Bitmap, BackendError> {
         let len = batch.len();
         let mut words = vec![0u64; len.div_ceil(64)];
         if len == 0 {
@@ -448,6 +502,43 @@ impl Engine {
             unsafe {
                 result::memcpy_htod_async(slot.dev_in.ptr, &slot.pin_in.as_slice()[..in_words], s)
                     .map_err(|e| device_err("copy in", e))?;
+            }
+            if let Some((mb, sm3)) = msgs {
+                let msg_words = mb.chunk_words(i0, m, mp);
+                if slot.pin_msg.len < msg_words {
+                    slot.pin_msg = Pinned::new(msg_words)?;
+                    slot.dev_msg = DevBuf::new(msg_words * 4)?;
+                }
+                mb.stage(i0, m, mp, slot.pin_msg.as_mut_slice())
+                    .map_err(|e| device_err("stage messages", e))?;
+                // SAFETY: as for the copy in above (pin_msg and dev_msg hold msg_words words).
+                unsafe {
+                    result::memcpy_htod_async(
+                        slot.dev_msg.ptr,
+                        &slot.pin_msg.as_slice()[..msg_words],
+                        s,
+                    )
+                    .map_err(|e| device_err("copy messages in", e))?;
+                }
+                let za = slot.dev_msg.ptr;
+                let offsets = za + (8 * mp * 4) as u64;
+                let bytes = za + ((9 * mp + 1) * 4) as u64;
+                let (stride, count, e_rows) = (mp as u32, m as u32, slot.dev_in.ptr);
+                let cfg = LaunchConfig {
+                    grid_dim: ((m as u32).div_ceil(128), 1, 1),
+                    block_dim: (128, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let mut b = slot.stream.launch_builder(sm3);
+                b.arg(&za)
+                    .arg(&offsets)
+                    .arg(&bytes)
+                    .arg(&stride)
+                    .arg(&count)
+                    .arg(&e_rows);
+                // SAFETY: argument types match cs_sm3_e (three device pointers, stride, count,
+                // output pointer); every buffer is sized for this chunk.
+                unsafe { b.launch(cfg) }.map_err(|e| device_err("SM3 kernel launch", e))?;
             }
             let (din, dout, gt) = (slot.dev_in.ptr, slot.dev_out.ptr, self.gtab.ptr);
             let (stride, count) = (mp as u32, m as u32);
@@ -636,6 +727,29 @@ impl CudaBackend {
             .lock()
             .map_err(|_| device_err("time", "poisoned lock"))?
             .kernel_only(batch, reps)
+    }
+
+    /// Verifies records that carry their messages: e = SM3(Z_A ‖ M) is computed on the GPU, then
+    /// the chunk is verified as usual. Verdict i is record i.
+    pub fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
+        self.engine
+            .lock()
+            .map_err(|_| device_err("verify", "poisoned lock"))?
+            .verify_messages(batch)
+    }
+
+    /// [`verify_messages`](Self::verify_messages) with wall-clock time in milliseconds.
+    pub fn verify_messages_timed(
+        &self,
+        batch: &MessageBatch,
+    ) -> Result<(Bitmap, f64), BackendError> {
+        let mut e = self
+            .engine
+            .lock()
+            .map_err(|_| device_err("verify", "poisoned lock"))?;
+        let t = Instant::now();
+        let map = e.verify_messages(batch)?;
+        Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 
     /// End-to-end verification with wall-clock time in milliseconds.

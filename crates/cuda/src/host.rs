@@ -29,6 +29,7 @@ mod ffi {
         pub fn cs_host_decompress(x: *const u32, parity: u32, y: *mut u32) -> i32;
         pub fn cs_host_build_gtable(out: *mut u32);
         pub fn cs_host_on_curve(x: *const u32, y: *const u32) -> i32;
+        pub fn cs_host_sm3_e(za: *const u32, msg: *const u8, len: u32, e: *mut u32);
     }
 }
 
@@ -40,6 +41,23 @@ pub struct HostRecord {
     pub s: Words,
     pub px: Words,
     pub py: Words,
+}
+
+/// e = SM3(Z_A ‖ msg) by the GPU module's hashing routine (kernels/cs_sm3.cuh), as 32 big-endian
+/// bytes; `za` is Z_A as bytes.
+pub fn sm3_e(za: &[u8; 32], msg: &[u8]) -> [u8; 32] {
+    let len = u32::try_from(msg.len()).expect("host SM3 takes messages below 4 GiB");
+    let za_words: [u32; 8] = std::array::from_fn(|j| {
+        u32::from_be_bytes(za[4 * j..4 * j + 4].try_into().expect("4 bytes"))
+    });
+    let mut limbs = [0u32; 8];
+    // SAFETY: za_words holds 8 words, msg holds len bytes, limbs has room for 8 words.
+    unsafe { ffi::cs_host_sm3_e(za_words.as_ptr(), msg.as_ptr(), len, limbs.as_mut_ptr()) };
+    let mut out = [0u8; 32];
+    for (j, w) in limbs.iter().enumerate() {
+        out[28 - 4 * j..32 - 4 * j].copy_from_slice(&w.to_be_bytes());
+    }
+    out
 }
 
 /// Runs the kernels' `cs_verify` on the CPU. `gtab` must hold the fixed-base table for the

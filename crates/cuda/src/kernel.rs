@@ -14,6 +14,11 @@ const TYPES: &str = include_str!("../kernels/cs_types.h");
 const ARITH: &str = include_str!("../kernels/cs_arith.cuh");
 const VERIFY: &str = include_str!("../kernels/cs_verify.cuh");
 const KERNELS: &str = include_str!("../kernels/cs_kernels.cuh");
+const SM3: &str = include_str!("../kernels/cs_sm3.cuh");
+
+/// The SM3 hashing kernel's name (a module of its own, so changing it never invalidates the cached
+/// verification kernels, and verification alone never compiles it).
+pub const SM3_KERNEL: &str = "cs_sm3_e";
 
 /// The compile-time switches of one kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -160,6 +165,11 @@ pub fn source(
         s.push_str(&c.instantiate());
     }
     Ok(s)
+}
+
+/// Source of the SM3 module (`cs_sm3_e`): the type prelude and kernels/cs_sm3.cuh.
+pub fn sm3_source() -> String {
+    format!("{TYPES}\n{SM3}\n")
 }
 
 /// NVRTC options for an architecture such as "sm_90".

@@ -8,6 +8,7 @@ pub mod backend;
 pub mod codegen;
 pub mod host;
 pub mod kernel;
+pub mod messages;
 pub mod sweep;
 pub mod testdata;
 

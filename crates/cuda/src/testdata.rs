@@ -249,3 +249,143 @@ pub fn generate(
     let verdicts = records.par_iter().map(reference_verify).collect();
     (records, verdicts)
 }
+
+/// A record that carries its message: the GPU hashes e = SM3(Z_A ‖ msg), Z_A from `id` and the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRecord {
+    pub id: Vec<u8>,
+    pub msg: Vec<u8>,
+    pub r: [u8; 32],
+    pub s: [u8; 32],
+    pub px: [u8; 32],
+    pub py: [u8; 32],
+}
+
+/// The reference verdict: RustCrypto `sm2` computes Z_A from the identifier and hashes the message
+/// itself.
+pub fn reference_verify_message(rec: &MessageRecord) -> bool {
+    use sm2::dsa::signature::Verifier;
+    let mut sig = [0u8; 64];
+    sig[..32].copy_from_slice(&rec.r);
+    sig[32..].copy_from_slice(&rec.s);
+    let Ok(sig) = Signature::from_slice(&sig) else {
+        return false;
+    };
+    let Ok(id) = std::str::from_utf8(&rec.id) else {
+        return false;
+    };
+    let mut sec1 = [0u8; 65];
+    sec1[0] = 4;
+    sec1[1..33].copy_from_slice(&rec.px);
+    sec1[33..].copy_from_slice(&rec.py);
+    let Ok(vk) = VerifyingKey::from_sec1_bytes(id, &sec1) else {
+        return false;
+    };
+    vk.verify(&rec.msg, &sig).is_ok()
+}
+
+/// Message lengths that put the padding on each side of an SM3 block boundary (Z_A's 32 bytes come
+/// first: 32 + len = 55, 56, 64, 119, 120, 128, ...).
+const BOUNDARY_LENGTHS: [usize; 12] = [0, 1, 23, 24, 31, 32, 33, 87, 88, 95, 96, 151];
+
+/// Generates `count` message records from `seed` with `keys` distinct signers (one in eight using
+/// the identifier of the standard's example, the rest the default), messages of 0 to 300 bytes
+/// with block-boundary lengths overrepresented, about `corrupt_per_mille`/1000 corrupted (message
+/// bit, message length, identifier, r, s or key); returns them with reference verdicts.
+pub fn generate_messages(
+    count: usize,
+    keys: usize,
+    corrupt_per_mille: u32,
+    seed: u64,
+) -> (Vec<MessageRecord>, Vec<bool>) {
+    use sm2::dsa::signature::Signer;
+    const OTHER_ID: &str = "ALICE123@YAHOO.COM";
+    let mut rng = ChaCha20Rng::seed_from_u64(seed ^ 0x5133_0000);
+    let scalars: Vec<Scalar> = (0..keys.max(2)).map(|_| random_scalar(&mut rng)).collect();
+    let pool: Vec<(&str, SigningKey, [u8; 32], [u8; 32])> = scalars
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let id = if i % 8 == 7 { OTHER_ID } else { DIST_ID };
+            let bytes: [u8; 32] = d.to_repr().into();
+            let sk = SigningKey::from_bytes(id, &bytes.into()).expect("nonzero secret key");
+            let sec1 = sk.verifying_key().to_sec1_bytes();
+            let (mut px, mut py) = ([0u8; 32], [0u8; 32]);
+            px.copy_from_slice(&sec1[1..33]);
+            py.copy_from_slice(&sec1[33..65]);
+            (id, sk, px, py)
+        })
+        .collect();
+    const CHUNK: usize = 4096;
+    let records: Vec<MessageRecord> = (0..count.div_ceil(CHUNK))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((c as u64 + 1) << 24));
+            let len = CHUNK.min(count - c * CHUNK);
+            let pool = &pool;
+            (0..len)
+                .map(move |_| {
+                    let (id, sk, px, py) = &pool[rng.gen_range(0..pool.len())];
+                    let mlen = if rng.gen_range(0..4) == 0 {
+                        BOUNDARY_LENGTHS[rng.gen_range(0..BOUNDARY_LENGTHS.len())]
+                    } else {
+                        rng.gen_range(0..=300)
+                    };
+                    let mut msg = vec![0u8; mlen];
+                    rng.fill_bytes(&mut msg);
+                    let sig: Signature = sk.sign(&msg);
+                    let b = sig.to_bytes();
+                    let mut rec = MessageRecord {
+                        id: id.as_bytes().to_vec(),
+                        msg,
+                        r: b[..32].try_into().expect("32 bytes"),
+                        s: b[32..].try_into().expect("32 bytes"),
+                        px: *px,
+                        py: *py,
+                    };
+                    if rng.gen_range(0..1000) < corrupt_per_mille {
+                        let other = &pool[rng.gen_range(0..pool.len())];
+                        match rng.gen_range(0..6u32) {
+                            0 if !rec.msg.is_empty() => {
+                                let i = rng.gen_range(0..rec.msg.len());
+                                rec.msg[i] ^= 1 << rng.gen_range(0..8);
+                            }
+                            1 => rec.msg.push(rng.gen()),
+                            2 => rec.id = if *id == DIST_ID { OTHER_ID } else { DIST_ID }.into(),
+                            3 => rec.r[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+                            4 => rec.s[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+                            _ => {
+                                rec.px = other.2;
+                                rec.py = other.3;
+                            }
+                        }
+                    }
+                    rec
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let verdicts = records.par_iter().map(reference_verify_message).collect();
+    (records, verdicts)
+}
+
+/// The records as a [`MessageBatch`], Z_A from `z_a` (the caller's per-signer cache).
+pub fn message_batch(
+    records: &[MessageRecord],
+    mut z_a: impl FnMut(&[u8], &[u8; 32], &[u8; 32]) -> [u8; 32],
+) -> crate::messages::MessageBatch {
+    let bytes = records.iter().map(|r| r.msg.len()).sum();
+    let mut b = crate::messages::MessageBatch::with_capacity(records.len(), bytes);
+    for rec in records {
+        let za = z_a(&rec.id, &rec.px, &rec.py);
+        b.push(&crate::messages::MessageItem {
+            za: &za,
+            msg: &rec.msg,
+            r: &rec.r,
+            s: &rec.s,
+            px: &rec.px,
+            py: &rec.py,
+        });
+    }
+    b
+}

@@ -55,6 +55,29 @@ fn every_kernel_compiles_for_sm90_without_spills() {
 }
 
 #[test]
+fn sm3_kernel_compiles_for_sm90_without_spills() {
+    if !kernel::nvrtc_or_skip() {
+        return;
+    }
+    let c = kernel::compile_cached(&kernel::sm3_source(), "sm_90").expect("NVRTC compile");
+    let res = kernel::parse_resources(&c.log);
+    let r = res
+        .iter()
+        .find(|r| r.kernel == kernel::SM3_KERNEL)
+        .expect("a ptxas report for the SM3 kernel");
+    println!(
+        "{:40} {:3} registers, {:5} B stack",
+        r.kernel, r.registers, r.stack_bytes
+    );
+    assert!(r.registers > 0);
+    assert_eq!(
+        (r.spill_stores, r.spill_loads),
+        (0, 0),
+        "the SM3 kernel spills"
+    );
+}
+
+#[test]
 fn ptxas_report_parsing() {
     let log = "ptxas info    : Compiling entry function 'k1' for 'sm_90'\n\
                ptxas info    : Function properties for k1\n\

@@ -1,0 +1,59 @@
+//! On a machine with a CUDA GPU: the backend's verdicts equal the reference's, for prehashed records
+//! and for records whose messages the GPU hashes. Without a driver or GPU the tests print why they
+//! skipped (the device check, examples/device_check.rs, runs these paths at scale on the H200).
+
+use chainsig_core::algorithm::Algorithm;
+use chainsig_core::backend::Backend;
+use chainsig_core::batch::{Batch, PreparedItem};
+use chainsig_cuda::backend::{driver_available, CudaBackend, CudaConfig};
+use chainsig_cuda::testdata;
+
+fn backend_or_skip() -> Option<CudaBackend> {
+    if !driver_available() {
+        eprintln!("skipped: no CUDA driver on this machine");
+        return None;
+    }
+    match CudaBackend::new(CudaConfig::default()) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+#[test]
+fn gpu_verdicts_equal_the_reference_on_prehashed_records() {
+    let Some(gpu) = backend_or_skip() else { return };
+    let (records, want) = testdata::generate(3000, 64, 200, 0x6e51);
+    let mut batch = Batch::with_capacity(Algorithm::Sm2, false, records.len());
+    for r in &records {
+        batch.push(&PreparedItem {
+            e: r.e,
+            r: r.r,
+            s: r.s,
+            px: r.px,
+            py: r.py,
+        });
+    }
+    let got = gpu.verify_batch(&batch).expect("verify");
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(got.get(i), *w, "record {i}");
+    }
+}
+
+#[test]
+fn gpu_hashed_messages_give_the_references_verdicts() {
+    let Some(gpu) = backend_or_skip() else { return };
+    let (records, want) = testdata::generate_messages(3000, 64, 300, 0x6e52);
+    let batch = testdata::message_batch(&records, chainsig_core::hash::sm2_z_a);
+    let got = gpu.verify_messages(&batch).expect("verify messages");
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(
+            got.get(i),
+            *w,
+            "record {i} ({} message bytes)",
+            records[i].msg.len()
+        );
+    }
+}
