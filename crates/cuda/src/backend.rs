@@ -45,7 +45,7 @@ impl Default for CudaConfig {
         CudaConfig {
             kernel: KernelConfig::default_fast(),
             streams: 8,
-            // With the 160-register cap, 128 threads per block measured best (results/h200_regcap_sweep.csv).
+            // With a 160- or 168-register cap, 128 threads per block measured best (results/h200_regcap_sweep.csv).
             block_size: 128,
             chunk_items: None,
             device: 0,

@@ -12,8 +12,9 @@ use chainsig_core::batch::{Batch, PreparedItem};
 #[derive(Debug, Clone)]
 pub struct MessageBatch {
     items: Batch,
-    /// Z_A of each record as 8 big-endian words, record after record.
-    za: Vec<u32>,
+    /// Z_A as 8 big-endian words, word j of every record in `za[j]`, so staging a chunk is eight
+    /// plain copies.
+    za: [Vec<u32>; 8],
     /// Record i's message is bytes[offsets[i]..offsets[i + 1]].
     offsets: Vec<usize>,
     bytes: Vec<u8>,
@@ -37,7 +38,7 @@ impl MessageBatch {
         offsets.push(0);
         MessageBatch {
             items: Batch::with_capacity(Algorithm::Sm2, false, records),
-            za: Vec::with_capacity(records * 8),
+            za: std::array::from_fn(|_| Vec::with_capacity(records)),
             offsets,
             bytes: Vec::with_capacity(message_bytes),
         }
@@ -51,11 +52,9 @@ impl MessageBatch {
             px: *it.px,
             py: *it.py,
         });
-        self.za.extend(
-            it.za
-                .chunks_exact(4)
-                .map(|c| u32::from_be_bytes(c.try_into().expect("4 bytes"))),
-        );
+        for (col, c) in self.za.iter_mut().zip(it.za.chunks_exact(4)) {
+            col.push(u32::from_be_bytes(c.try_into().expect("4 bytes")));
+        }
         self.bytes.extend_from_slice(it.msg);
         self.offsets.push(self.bytes.len());
     }
@@ -86,8 +85,10 @@ impl MessageBatch {
 
     /// Writes the hashing input of records [i0, i0 + m) into `dst` (at least `chunk_words` long):
     /// Z_A column-major with stride mp, offsets relative to the chunk's first message, the bytes.
-    /// Fails when the chunk's messages exceed the 32-bit offsets the kernel reads.
+    /// Fails when the chunk's messages exceed the 32-bit offsets the kernel reads. Large chunks are
+    /// copied by every core: one thread staging megabytes of messages would starve the GPU.
     pub fn stage(&self, i0: usize, m: usize, mp: usize, dst: &mut [u32]) -> Result<(), String> {
+        use rayon::prelude::*;
         let total = self.message_bytes(i0, m);
         if u32::try_from(total).is_err() {
             return Err(format!(
@@ -96,21 +97,40 @@ impl MessageBatch {
             ));
         }
         let (za_cols, rest) = dst.split_at_mut(8 * mp);
-        for (j, col) in za_cols.chunks_exact_mut(mp).enumerate() {
-            for (i, w) in col[..m].iter_mut().enumerate() {
-                *w = self.za[(i0 + i) * 8 + j];
-            }
-        }
         let (offsets, words) = rest.split_at_mut(mp + 1);
         let base = self.offsets[i0];
-        for (o, src) in offsets[..=m].iter_mut().zip(&self.offsets[i0..=i0 + m]) {
-            *o = (src - base) as u32;
-        }
         let src = &self.bytes[base..base + total];
-        for (w, c) in words.iter_mut().zip(src.chunks(4)) {
-            let mut b = [0u8; 4];
-            b[..c.len()].copy_from_slice(c);
-            *w = u32::from_ne_bytes(b); // the kernel reads these words as bytes, in memory order
+        let words = &mut words[..total.div_ceil(4)];
+        // SAFETY: a u32 slice viewed as its bytes: same memory, u8 has no alignment or invalid
+        // values, and `words` is not used otherwise while the view lives. The kernel reads these
+        // words as bytes, in memory order.
+        let dst_bytes: &mut [u8] = unsafe {
+            std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 4)
+        };
+        const PIECE: usize = 1 << 20;
+        let copy_za =
+            |(col, src): (&mut [u32], &Vec<u32>)| col[..m].copy_from_slice(&src[i0..i0 + m]);
+        let rebase = |(o, src): (&mut u32, &usize)| *o = (src - base) as u32;
+        if total + 36 * m >= PIECE {
+            za_cols
+                .par_chunks_mut(mp)
+                .zip(self.za.par_iter())
+                .for_each(copy_za);
+            offsets[..=m]
+                .par_iter_mut()
+                .zip(&self.offsets[i0..=i0 + m])
+                .for_each(rebase);
+            dst_bytes[..total]
+                .par_chunks_mut(PIECE)
+                .zip(src.par_chunks(PIECE))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+        } else {
+            za_cols.chunks_mut(mp).zip(self.za.iter()).for_each(copy_za);
+            offsets[..=m]
+                .iter_mut()
+                .zip(&self.offsets[i0..=i0 + m])
+                .for_each(rebase);
+            dst_bytes[..total].copy_from_slice(src);
         }
         Ok(())
     }
@@ -120,9 +140,9 @@ impl MessageBatch {
 mod tests {
     use super::*;
 
-    fn batch() -> MessageBatch {
-        let mut b = MessageBatch::with_capacity(100, 0);
-        for i in 0..100u32 {
+    fn batch(n: u32) -> MessageBatch {
+        let mut b = MessageBatch::with_capacity(n as usize, 0);
+        for i in 0..n {
             let za: [u8; 32] = std::array::from_fn(|k| (i as u8).wrapping_mul(7) ^ k as u8);
             let msg: Vec<u8> = (0..(i * 5 % 71)).map(|k| (k ^ i) as u8).collect();
             let mut r = [0u8; 32];
@@ -140,27 +160,29 @@ mod tests {
     }
 
     #[test]
-    fn staging_places_z_a_offsets_and_bytes() {
-        let b = batch();
-        let (i0, m) = (37usize, 50usize);
-        let mp = m.next_multiple_of(64);
-        let mut dst = vec![0xdead_beefu32; b.chunk_words(i0, m, mp)];
-        b.stage(i0, m, mp, &mut dst).unwrap();
-        let bytes: Vec<u8> = dst[9 * mp + 1..]
-            .iter()
-            .flat_map(|w| w.to_ne_bytes())
-            .collect();
-        for i in 0..m {
-            let rec = i0 + i;
-            for j in 0..8 {
-                assert_eq!(dst[j * mp + i], b.za[rec * 8 + j], "Z_A word {j} of {rec}");
-            }
-            let (o0, o1) = (dst[8 * mp + i] as usize, dst[8 * mp + i + 1] as usize);
-            let want: Vec<u8> = (0..(rec as u32 * 5 % 71))
-                .map(|k| (k ^ rec as u32) as u8)
+    fn staging_places_z_a_offsets_and_bytes_in_small_and_parallel_chunks() {
+        // The second chunk is large enough for the parallel copies.
+        for (n, i0, m) in [(100u32, 37usize, 50usize), (40_000, 1000, 38_000)] {
+            let b = batch(n);
+            let mp = m.next_multiple_of(64);
+            let mut dst = vec![0xdead_beefu32; b.chunk_words(i0, m, mp)];
+            b.stage(i0, m, mp, &mut dst).unwrap();
+            let bytes: Vec<u8> = dst[9 * mp + 1..]
+                .iter()
+                .flat_map(|w| w.to_ne_bytes())
                 .collect();
-            assert_eq!(&bytes[o0..o1], &want[..], "message of {rec}");
+            for i in 0..m {
+                let rec = i0 + i;
+                for j in 0..8 {
+                    assert_eq!(dst[j * mp + i], b.za[j][rec], "Z_A word {j} of {rec}");
+                }
+                let (o0, o1) = (dst[8 * mp + i] as usize, dst[8 * mp + i + 1] as usize);
+                let want: Vec<u8> = (0..(rec as u32 * 5 % 71))
+                    .map(|k| (k ^ rec as u32) as u8)
+                    .collect();
+                assert_eq!(&bytes[o0..o1], &want[..], "message of {rec}");
+            }
+            assert_eq!(dst[8 * mp], 0);
         }
-        assert_eq!(dst[8 * mp], 0);
     }
 }
