@@ -3,6 +3,7 @@
 use crate::algorithm::Algorithm;
 use crate::batch::{Batch, RecoverItem, Recovered};
 use crate::bitmap::Bitmap;
+use crate::messages::MessageBatch;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,6 +29,13 @@ pub trait Backend: Send + Sync {
 
     /// Verifies every item of `batch`; slots that failed preparation come back invalid.
     fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError>;
+
+    /// SM2 records that carry their messages: e = SM3(Z_A ‖ M) for each, then the verdicts. A
+    /// backend that hashes on its own device overrides this; the default hashes here, one record
+    /// after another, and verifies the digests.
+    fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
+        self.verify_batch(&batch.to_digest_batch())
+    }
 
     /// Ethereum sender recovery: the signer of each item, or `None` when recovery fails
     /// (including s above n/2, which Ethereum rejects).
@@ -132,6 +140,25 @@ impl Registry {
                 tracing::warn!(backend = backend.name(), error = %err, "falling back to the CPU");
                 let cpu = self.get(CPU)?;
                 Ok((cpu.verify_batch(batch)?, CPU.to_string()))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// SM2 records with messages on the backend `select` picks, with the same CPU fallback as
+    /// [`Registry::verify`].
+    pub fn verify_messages(
+        &self,
+        name: &str,
+        batch: &MessageBatch,
+    ) -> Result<(Bitmap, String), BackendError> {
+        let backend = self.select(name, Algorithm::Sm2, batch.len())?;
+        match backend.verify_messages(batch) {
+            Ok(map) => Ok((map, backend.name().to_string())),
+            Err(err) if name == "auto" && backend.name() != CPU => {
+                tracing::warn!(backend = backend.name(), error = %err, "falling back to the CPU");
+                let cpu = self.get(CPU)?;
+                Ok((cpu.verify_messages(batch)?, CPU.to_string()))
             }
             Err(err) => Err(err),
         }

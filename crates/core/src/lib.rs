@@ -14,6 +14,7 @@ pub mod der;
 pub mod error;
 pub mod hash;
 pub mod hexstr;
+pub mod messages;
 pub mod record;
 pub mod vectors;
 

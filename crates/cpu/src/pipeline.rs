@@ -5,8 +5,10 @@
 //! hashing) runs on every core.
 
 use crate::prepare::Preparer;
+use chainsig_core::backend::CPU;
+use chainsig_core::messages::{MessageBatch, MessageItem};
 use chainsig_core::record::VerifyRecord;
-use chainsig_core::{Algorithm, BackendError, Batch, PreparedItem, RecordError, Registry};
+use chainsig_core::{Algorithm, BackendError, Batch, Bitmap, PreparedItem, RecordError, Registry};
 use rayon::prelude::*;
 
 /// The answer for one record.
@@ -26,7 +28,18 @@ pub struct Outcome {
     pub batches: Vec<(Algorithm, String, usize)>,
 }
 
+/// One prepared record: its digest computed here, or (SM2 with a message, when the backend hashes
+/// on its own device) its signer's Z_A, the message staying in the record.
+enum Prepared<'r> {
+    Digest(PreparedItem),
+    Unhashed(PreparedItem, [u8; 32], &'r [u8]),
+}
+
 /// Prepares and verifies `records` with the backend `backend` (a name or `auto`).
+///
+/// SM2 records that carry their message are hashed by the backend itself when the registry picks
+/// an accelerator for them (the CUDA backend runs SM3 on the GPU, so host hashing does not cap
+/// the batch), and here on every core otherwise.
 pub fn verify_records(
     registry: &Registry,
     backend: &str,
@@ -34,12 +47,25 @@ pub fn verify_records(
     preparer: &Preparer,
     records: &[Result<VerifyRecord, RecordError>],
 ) -> Result<Outcome, BackendError> {
-    let prepared: Vec<_> = records
+    let sm2_records = records
+        .iter()
+        .filter(|r| matches!(r, Ok(rec) if rec.alg == Algorithm::Sm2))
+        .count();
+    let device_hashes = sm2_records > 0
+        && registry
+            .select(backend, Algorithm::Sm2, sm2_records)
+            .is_ok_and(|b| b.name() != CPU);
+    let prepared: Vec<Result<(Algorithm, Prepared), RecordError>> = records
         .par_iter()
         .map(|rec| {
-            rec.as_ref()
-                .map_err(Clone::clone)
-                .and_then(|rec| Ok((rec.alg, preparer.prepare(rec)?)))
+            let rec = rec.as_ref().map_err(Clone::clone)?;
+            if device_hashes {
+                if let Some(unhashed) = preparer.prepare_unhashed(rec) {
+                    let (item, za, msg) = unhashed?;
+                    return Ok((rec.alg, Prepared::Unhashed(item, za, msg)));
+                }
+            }
+            Ok((rec.alg, Prepared::Digest(preparer.prepare(rec)?)))
         })
         .collect();
 
@@ -56,21 +82,58 @@ pub fn verify_records(
             .iter()
             .enumerate()
             .filter_map(|(i, p)| match p {
-                Ok((a, item)) if *a == alg => Some((i, *item)),
+                Ok((a, Prepared::Digest(item))) if *a == alg => Some((i, *item)),
                 _ => None,
             })
             .collect();
-        if members.is_empty() {
-            continue;
+        if !members.is_empty() {
+            let batch = Batch::from_results(alg, low_s, members.iter().map(|(_, item)| Ok(*item)));
+            let (bitmap, used) = registry.verify(backend, &batch)?;
+            outcome.record(alg, used, &bitmap, members.iter().map(|(i, _)| *i));
         }
-        let batch = Batch::from_results(alg, low_s, members.iter().map(|(_, item)| Ok(*item)));
-        let (bitmap, used) = registry.verify(backend, &batch)?;
-        for (slot, &(i, _)) in members.iter().enumerate() {
-            if bitmap.get(slot) {
-                outcome.verdicts[i] = Verdict::Valid;
-            }
+    }
+    let unhashed: Vec<(usize, &PreparedItem, &[u8; 32], &[u8])> = prepared
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p {
+            Ok((_, Prepared::Unhashed(item, za, msg))) => Some((i, item, za, *msg)),
+            _ => None,
+        })
+        .collect();
+    if !unhashed.is_empty() {
+        let bytes = unhashed.iter().map(|u| u.3.len()).sum();
+        let mut batch = MessageBatch::with_capacity(unhashed.len(), bytes);
+        for &(_, item, za, msg) in &unhashed {
+            batch.push(&MessageItem {
+                za,
+                msg,
+                r: &item.r,
+                s: &item.s,
+                px: &item.px,
+                py: &item.py,
+            });
         }
-        outcome.batches.push((alg, used, members.len()));
+        let (bitmap, used) = registry.verify_messages(backend, &batch)?;
+        outcome.record(Algorithm::Sm2, used, &bitmap, unhashed.iter().map(|u| u.0));
     }
     Ok(outcome)
+}
+
+impl Outcome {
+    /// Marks the records at `indices` (slot k of `bitmap` is `indices[k]`) and notes the batch.
+    fn record(
+        &mut self,
+        alg: Algorithm,
+        used: String,
+        bitmap: &Bitmap,
+        indices: impl ExactSizeIterator<Item = usize>,
+    ) {
+        let n = indices.len();
+        for (slot, i) in indices.enumerate() {
+            if bitmap.get(slot) {
+                self.verdicts[i] = Verdict::Valid;
+            }
+        }
+        self.batches.push((alg, used, n));
+    }
 }

@@ -97,6 +97,37 @@ impl Preparer {
         })
     }
 
+    /// For an SM2 record that carries its message, to be hashed by a backend that hashes itself:
+    /// the checked key and the signature (e left zero), the signer's Z_A and the message; `None`
+    /// for any other record, which [`Preparer::prepare`] handles.
+    #[allow(clippy::type_complexity)]
+    pub fn prepare_unhashed<'r>(
+        &self,
+        record: &'r VerifyRecord,
+    ) -> Option<Result<(PreparedItem, [u8; 32], &'r [u8]), RecordError>> {
+        let Payload::Message {
+            msg,
+            hash: HashAlg::Sm3,
+        } = &record.payload
+        else {
+            return None;
+        };
+        if record.alg != Algorithm::Sm2 {
+            return None;
+        }
+        Some(decode_pubkey(record.alg, &record.pubkey).map(|(px, py)| {
+            let za = self.z_a(&record.sm2_id, &px, &py);
+            let item = PreparedItem {
+                e: [0; 32],
+                r: record.r,
+                s: record.s,
+                px,
+                py,
+            };
+            (item, za, msg.as_slice())
+        }))
+    }
+
     /// Z_A for an SM2 signer, from the cache when this signer was seen before.
     pub fn z_a(&self, id: &[u8], px: &[u8; 32], py: &[u8; 32]) -> [u8; 32] {
         let mut key_bytes = [0u8; 64];

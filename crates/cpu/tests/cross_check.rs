@@ -136,3 +136,102 @@ fn generator_is_deterministic_and_varied() {
         .count();
     assert!((60..140).contains(&corrupted), "{corrupted}");
 }
+
+/// An accelerator stand-in: verifies on the CPU backend and counts what reaches it, so the test
+/// sees which path the pipeline chose. Its `verify_messages` is the trait's default (host SM3).
+struct CountingAccelerator {
+    cpu: std::sync::Arc<dyn chainsig_core::Backend>,
+    message_records: std::sync::atomic::AtomicUsize,
+    digest_records: std::sync::atomic::AtomicUsize,
+}
+
+impl chainsig_core::Backend for CountingAccelerator {
+    fn name(&self) -> &str {
+        "counting"
+    }
+    fn supports(&self, alg: Algorithm) -> bool {
+        alg == Algorithm::Sm2
+    }
+    fn verify_batch(
+        &self,
+        batch: &chainsig_core::Batch,
+    ) -> Result<chainsig_core::Bitmap, chainsig_core::BackendError> {
+        self.digest_records
+            .fetch_add(batch.len(), std::sync::atomic::Ordering::Relaxed);
+        self.cpu.verify_batch(batch)
+    }
+    fn verify_messages(
+        &self,
+        batch: &chainsig_core::messages::MessageBatch,
+    ) -> Result<chainsig_core::Bitmap, chainsig_core::BackendError> {
+        self.message_records
+            .fetch_add(batch.len(), std::sync::atomic::Ordering::Relaxed);
+        self.cpu.verify_batch(&batch.to_digest_batch())
+    }
+}
+
+/// With an accelerator picked, SM2 records that carry messages go to it unhashed (with Z_A) and
+/// the rest as digests; the verdicts, in input order, are the reference's either way, and a bad
+/// record keeps its error in its own place.
+#[test]
+fn sm2_messages_reach_an_accelerator_unhashed_with_the_references_verdicts() {
+    use std::sync::atomic::Ordering;
+    let spec = GenSpec {
+        alg: Algorithm::Sm2,
+        seed: 0x5eed3,
+        invalid_ratio: 0.35,
+        msg_len: 77,
+    };
+    let generated: Vec<GeneratedRecord> = (0..3000).map(|i| record(&spec, i)).collect();
+    let mut records: Vec<_> = generated
+        .iter()
+        .enumerate()
+        .map(|(i, g)| Ok(g.to_verify_record(i % 3 != 0)))
+        .collect();
+    records[1] = Err(chainsig_core::RecordError::new("r", "not hex"));
+    let mut registry = cpu_registry();
+    let accel = std::sync::Arc::new(CountingAccelerator {
+        cpu: registry.get("cpu").unwrap(),
+        message_records: 0.into(),
+        digest_records: 0.into(),
+    });
+    registry.register(accel.clone());
+    registry.set_gpu_crossover(1);
+    let outcome = verify_records(&registry, "auto", false, &Preparer::new(), &records).unwrap();
+    assert!(matches!(&outcome.verdicts[1], Verdict::Error(e) if e.to_string().contains("not hex")));
+    for (i, (g, verdict)) in generated.iter().zip(&outcome.verdicts).enumerate() {
+        if i == 1 {
+            continue;
+        }
+        let want = reference_verdict(g);
+        // A key that fails to decode is an error here and a rejection for the reference.
+        let got = *verdict == Verdict::Valid;
+        assert_eq!(
+            got, want,
+            "record {i} ({:?}): ours {verdict:?}",
+            g.corruption
+        );
+    }
+    let messages = accel.message_records.load(Ordering::Relaxed);
+    let digests = accel.digest_records.load(Ordering::Relaxed);
+    let prepared = |with_msg: bool| {
+        (0..3000usize)
+            .filter(|i| (i % 3 != 0) == with_msg)
+            .filter(|&i| !matches!(outcome.verdicts[i], Verdict::Error(_)))
+            .count()
+    };
+    assert_eq!(
+        messages,
+        prepared(true),
+        "records with messages sent unhashed"
+    );
+    assert_eq!(
+        digests,
+        prepared(false),
+        "records with digests sent as digests"
+    );
+    assert!(outcome
+        .batches
+        .iter()
+        .all(|(_, used, _)| used == "counting"));
+}

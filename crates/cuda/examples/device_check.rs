@@ -429,7 +429,8 @@ fn messages_check(count: usize, seed: u64, out: &std::path::Path) {
                 continue;
             }
         };
-        let map = backend.verify_messages(&mbatch).expect("verify messages");
+        let map = chainsig_core::backend::Backend::verify_messages(&backend, &mbatch)
+            .expect("verify messages");
         let mism = (0..count)
             .filter(|&i| map.get(i) != expected.get(i))
             .count();

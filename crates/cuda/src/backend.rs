@@ -504,12 +504,12 @@ impl Engine {
                     .map_err(|e| device_err("copy in", e))?;
             }
             if let Some((mb, sm3)) = msgs {
-                let msg_words = mb.chunk_words(i0, m, mp);
+                let msg_words = crate::messages::chunk_words(mb, i0, m, mp);
                 if slot.pin_msg.len < msg_words {
                     slot.pin_msg = Pinned::new(msg_words)?;
                     slot.dev_msg = DevBuf::new(msg_words * 4)?;
                 }
-                mb.stage(i0, m, mp, slot.pin_msg.as_mut_slice())
+                crate::messages::stage(mb, i0, m, mp, slot.pin_msg.as_mut_slice())
                     .map_err(|e| device_err("stage messages", e))?;
                 // SAFETY: as for the copy in above (pin_msg and dev_msg hold msg_words words).
                 unsafe {
@@ -729,16 +729,7 @@ impl CudaBackend {
             .kernel_only(batch, reps)
     }
 
-    /// Verifies records that carry their messages: e = SM3(Z_A ‖ M) is computed on the GPU, then
-    /// the chunk is verified as usual. Verdict i is record i.
-    pub fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
-        self.engine
-            .lock()
-            .map_err(|_| device_err("verify", "poisoned lock"))?
-            .verify_messages(batch)
-    }
-
-    /// [`verify_messages`](Self::verify_messages) with wall-clock time in milliseconds.
+    /// [`Backend::verify_messages`] (SM3 on the GPU) with wall-clock time in milliseconds.
     pub fn verify_messages_timed(
         &self,
         batch: &MessageBatch,
@@ -796,6 +787,15 @@ impl Backend for CudaBackend {
             .lock()
             .map_err(|_| device_err("verify", "poisoned lock"))?
             .verify(batch)
+    }
+
+    /// e = SM3(Z_A ‖ M) is computed on the GPU for each chunk, then the chunk is verified as
+    /// usual. Verdict i is record i.
+    fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
+        self.engine
+            .lock()
+            .map_err(|_| device_err("verify", "poisoned lock"))?
+            .verify_messages(batch)
     }
 }
 

@@ -47,7 +47,7 @@ fn gpu_hashed_messages_give_the_references_verdicts() {
     let Some(gpu) = backend_or_skip() else { return };
     let (records, want) = testdata::generate_messages(3000, 64, 300, 0x6e52);
     let batch = testdata::message_batch(&records, chainsig_core::hash::sm2_z_a);
-    let got = gpu.verify_messages(&batch).expect("verify messages");
+    let got = Backend::verify_messages(&gpu, &batch).expect("verify messages");
     for (i, w) in want.iter().enumerate() {
         assert_eq!(
             got.get(i),

@@ -77,8 +77,8 @@ fn staged_messages_hashed_and_verified_by_the_kernel_code_match_the_reference() 
     let gtab = host::build_gtable().expect("fixed-base table");
     let (i0, m) = (40usize, 520usize);
     let mp = m.next_multiple_of(64);
-    let mut staged = vec![0u32; batch.chunk_words(i0, m, mp)];
-    batch.stage(i0, m, mp, &mut staged).expect("stage");
+    let mut staged = vec![0u32; chainsig_cuda::messages::chunk_words(&batch, i0, m, mp)];
+    chainsig_cuda::messages::stage(&batch, i0, m, mp, &mut staged).expect("stage");
     let bytes: Vec<u8> = staged[9 * mp + 1..]
         .iter()
         .flat_map(|w| w.to_ne_bytes())
