@@ -946,5 +946,63 @@ mod tests {
         assert!(work.check(3, short).is_err());
         let error = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"x"}}"#;
         assert!(work.check(3, error).unwrap_err().contains("-32000"));
+        // A verdict that is neither valid nor an error, and an error verdict for a valid record.
+        let neither = br#"{"jsonrpc":"2.0","id":3,"result":[{"valid":true},{}]}"#;
+        assert!(work.check(3, neither).unwrap_err().contains("record 1"));
+        let erred = br#"{"jsonrpc":"2.0","id":3,"result":[{"error":"sig: bad"},{"valid":false}]}"#;
+        assert!(work.check(3, erred).unwrap_err().contains("record 0"));
+        let null_error =
+            br#"{"jsonrpc":"2.0","id":3,"error":null,"result":[{"valid":true},{"valid":false}]}"#;
+        assert!(work
+            .check(3, null_error)
+            .unwrap_err()
+            .contains("JSON-RPC error"));
+    }
+
+    #[test]
+    fn wrong_sign_answers_are_errors() {
+        let key = PrivateKey::from_hex(
+            "4646464646464646464646464646464646464646464646464646464646464646",
+        )
+        .unwrap();
+        let from = format!("{:?}", key.address());
+        let work = Work::Sign { from };
+        let body: Value = serde_json::from_str(&work.body(64)).unwrap();
+        let request = chainsig_eth::TxRequest::from_json(&body["params"][0]).unwrap();
+        let raw = format!("0x{}", hex::encode(request.sign(&key).unwrap().raw));
+        let answer = |id: u64, result: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#).into_bytes()
+        };
+        // 64 is a fully checked index: decoded and its sender recovered.
+        assert!(work.check(64, &answer(64, &format!("\"{raw}\""))).is_ok());
+        assert!(work
+            .check(65, &answer(64, &format!("\"{raw}\"")))
+            .unwrap_err()
+            .contains("id"));
+        let other = Work::Sign {
+            from: format!("{:?}", alloy_primitives::Address::repeat_byte(7)),
+        };
+        assert!(other
+            .check(64, &answer(64, &format!("\"{raw}\"")))
+            .unwrap_err()
+            .contains("recovers to"));
+        assert!(work
+            .check(64, &answer(64, &format!("\"{}\"", &raw[2..])))
+            .unwrap_err()
+            .contains("not a hex string"));
+        assert!(work
+            .check(64, &answer(64, "\"0x02c0\""))
+            .unwrap_err()
+            .contains("not a signed EIP-1559"));
+        assert!(work
+            .check(64, &answer(64, "null"))
+            .unwrap_err()
+            .contains("missing"));
+        assert!(work
+            .check(64, &answer(64, "7"))
+            .unwrap_err()
+            .contains("body"));
+        let no_result = br#"{"jsonrpc":"2.0","id":64}"#;
+        assert!(work.check(64, no_result).unwrap_err().contains("missing"));
     }
 }
