@@ -5,9 +5,9 @@
 //! against what was asked (the signed transaction is there, the verdicts match the generator's),
 //! which generic tools cannot do, and the run must be bounded both in requests and in time.
 //!
-//! * Each of `--connections` workers owns one HTTP/1.1 keep-alive client and sends one request at
-//!   a time; the request index comes from a shared counter, so nonces (and JSON-RPC ids) are
-//!   distinct across the run. A run ends at `--requests` requests or `--duration-secs`, whichever
+//! * Each of `--connections` workers owns one HTTP/1.1 keep-alive connection (opened before the
+//!   clock starts, reopened after a failure) and sends one request at a time; the request index
+//!   comes from a shared counter, so nonces (and JSON-RPC ids) are distinct across the run. A run ends at `--requests` requests or `--duration-secs`, whichever
 //!   comes first (requests in flight at the deadline still finish, bounded by `--timeout-ms`).
 //! * An *error* is an answer that is wrong: a non-200 status, a JSON-RPC error, a result that is
 //!   not what was asked. A *lost* request got no answer at all (connection failure, timeout, body
@@ -16,6 +16,13 @@
 //! * `grpc-sign` (in `loadtest_grpc`) runs one gRPC signing stream per connection with
 //!   `--in-flight` requests outstanding on each; each answered item counts as a request.
 //! * Only loopback hosts are accepted: a load test aimed at a remote machine by a typo is refused.
+//!
+//! The client is hyper's bare HTTP/1.1 connection API, not a pooled client such as reqwest: the
+//! load generator shares two cores with the server it measures, and a pooled client's per-request
+//! work (URL parsing and host normalisation, pool checkout, a second task driving each
+//! connection) cost more CPU than the server's own HTTP handling. Here the URL is resolved once,
+//! the fixed headers are built once, and each worker drives its connection in its own task.
+//! Answers are parsed into typed structs rather than `serde_json::Value` trees.
 
 use anyhow::{bail, Context};
 use chainsig_core::Algorithm;
@@ -25,16 +32,24 @@ use chainsig_eth::PrivateKey;
 use chainsig_server::batcher::BatcherConfig;
 use chainsig_server::{AppState, Limits};
 use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1;
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::{Method, StatusCode, Uri};
+use hyper_util::rt::TokioIo;
 use rand::RngCore;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Value};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::net::TcpStream;
 use zeroize::Zeroizing;
 
 /// Latencies above this are clamped into the histogram's top bucket (they are also lost or late).
@@ -230,8 +245,8 @@ fn plan(args: &LoadtestArgs) -> anyhow::Result<Plan> {
 }
 
 /// Parses `url` and refuses anything but plain HTTP to a loopback host.
-pub fn loopback_url(url: &str) -> anyhow::Result<reqwest::Url> {
-    let parsed = reqwest::Url::parse(url).with_context(|| format!("--url {url}: not a URL"))?;
+pub fn loopback_url(url: &str) -> anyhow::Result<url::Url> {
+    let parsed = url::Url::parse(url).with_context(|| format!("--url {url}: not a URL"))?;
     match parsed.scheme() {
         "http" => {}
         "https" => bail!("--url {url}: loadtest speaks plain HTTP only (no TLS client built in)"),
@@ -263,7 +278,7 @@ pub fn loopback_url(url: &str) -> anyhow::Result<reqwest::Url> {
 
 /// A server in this process on 127.0.0.1:0 with one random key in a throwaway keystore.
 struct InProcess {
-    url: reqwest::Url,
+    url: url::Url,
     shutdown: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
     _dir: tempfile::TempDir,
@@ -304,7 +319,7 @@ impl InProcess {
         let task = tokio::spawn(chainsig_server::serve(listener, state, async {
             let _ = stop.await;
         }));
-        let url = reqwest::Url::parse(&format!("http://{addr}/"))?;
+        let url = url::Url::parse(&format!("http://{addr}/"))?;
         Ok(InProcess {
             url,
             shutdown,
@@ -355,25 +370,14 @@ impl Work {
 
     /// Checks one answer; `Err` says what is wrong with it.
     fn check(&self, index: u64, body: &[u8]) -> Result<(), String> {
-        let answer: Value =
-            serde_json::from_slice(body).map_err(|e| format!("request {index}: body: {e}"))?;
-        if answer["id"] != json!(index) {
-            return Err(format!(
-                "request {index}: id: answered {} instead",
-                answer["id"]
-            ));
-        }
-        if let Some(error) = answer.get("error") {
-            return Err(format!("request {index}: JSON-RPC error {error}"));
-        }
-        let result = answer
-            .get("result")
-            .ok_or_else(|| format!("request {index}: result: missing"))?;
         match self {
             Work::Sign { from } => {
+                let answer: Answer<String> = parse_answer(index, body)?;
+                let result = answer
+                    .result
+                    .ok_or_else(|| format!("request {index}: result: missing"))?;
                 let raw = result
-                    .as_str()
-                    .and_then(|s| s.strip_prefix("0x"))
+                    .strip_prefix("0x")
                     .ok_or_else(|| format!("request {index}: result: not a hex string"))?;
                 let bytes =
                     hex::decode(raw).map_err(|e| format!("request {index}: result: {e}"))?;
@@ -396,10 +400,11 @@ impl Work {
                 Ok(())
             }
             Work::Verify { pool } => {
+                let answer: Answer<Vec<VerdictAnswer>> = parse_answer(index, body)?;
+                let verdicts = answer
+                    .result
+                    .ok_or_else(|| format!("request {index}: result: missing"))?;
                 let (_, expected) = &pool[index as usize % pool.len()];
-                let verdicts = result
-                    .as_array()
-                    .ok_or_else(|| format!("request {index}: result: not an array"))?;
                 if verdicts.len() != expected.len() {
                     return Err(format!(
                         "request {index}: result: {} verdicts for {} records",
@@ -408,15 +413,14 @@ impl Work {
                     ));
                 }
                 for (i, (verdict, valid)) in verdicts.iter().zip(expected).enumerate() {
-                    let said_valid = verdict.get("valid").and_then(Value::as_bool);
                     let agrees = if *valid {
-                        said_valid == Some(true)
+                        verdict.valid == Some(true)
                     } else {
-                        said_valid == Some(false) || verdict.get("error").is_some()
+                        verdict.valid == Some(false) || verdict.error.is_some()
                     };
                     if !agrees {
                         return Err(format!(
-                            "request {index}: record {i}: verdict {verdict}, generator says valid={valid}"
+                            "request {index}: record {i}: verdict {verdict:?}, generator says valid={valid}"
                         ));
                     }
                 }
@@ -424,6 +428,47 @@ impl Work {
             }
         }
     }
+}
+
+/// A JSON-RPC answer, typed: `id` as given (compared with the request's as a JSON value, so `3`
+/// and `"3"` differ), `error` present even when it is `null`, and the scenario's `result`.
+#[derive(Deserialize)]
+struct Answer<R> {
+    #[serde(default)]
+    id: Value,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+    result: Option<R>,
+}
+
+/// One verdict of `chainsig_verifyBatch`: `{"valid": bool}` or `{"error": "..."}`.
+#[derive(Deserialize, Debug)]
+struct VerdictAnswer {
+    valid: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+/// A field that is there, whatever its value (`null` included): `Some`. With `#[serde(default)]`
+/// an absent field is `None`.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// Parses an answer and checks its envelope: the id is the request's, and there is no error.
+fn parse_answer<'a, R: Deserialize<'a>>(index: u64, body: &'a [u8]) -> Result<Answer<R>, String> {
+    let answer: Answer<R> =
+        serde_json::from_slice(body).map_err(|e| format!("request {index}: body: {e}"))?;
+    if answer.id != json!(index) {
+        return Err(format!(
+            "request {index}: id: answered {} instead",
+            answer.id
+        ));
+    }
+    if let Some(error) = &answer.error {
+        return Err(format!("request {index}: JSON-RPC error {error}"));
+    }
+    Ok(answer)
 }
 
 fn verify_pool(plan: &Plan) -> Vec<(String, Vec<bool>)> {
@@ -457,47 +502,156 @@ fn verify_pool(plan: &Plan) -> Vec<(String, Vec<bool>)> {
         .collect()
 }
 
-fn client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .pool_max_idle_per_host(1)
-        .tcp_nodelay(true)
-        .build()
-        .context("cannot build the HTTP client")
+/// Where the workers send, resolved once: the address to connect to and the fixed parts of every
+/// request (path, `Host`, `Authorization`).
+struct Target {
+    addr: SocketAddr,
+    path: Uri,
+    host: HeaderValue,
+    authorization: Option<HeaderValue>,
 }
 
-fn request(
-    client: &reqwest::Client,
-    url: &reqwest::Url,
-    token: Option<&str>,
-    body: String,
-) -> reqwest::RequestBuilder {
-    let builder = client
-        .post(url.clone())
-        .header("content-type", "application/json")
-        .body(body);
-    match token {
-        Some(token) => builder.bearer_auth(token),
-        None => builder,
+impl Target {
+    fn new(url: &url::Url, token: Option<&str>) -> anyhow::Result<Target> {
+        let addr = url
+            .socket_addrs(|| Some(80))
+            .with_context(|| format!("{url}: cannot resolve"))?
+            .into_iter()
+            .next()
+            .with_context(|| format!("{url}: resolves to no address"))?;
+        let host = url.host_str().unwrap_or_default();
+        let host = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_string(),
+        };
+        let path = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_string(),
+        };
+        let authorization = match token {
+            Some(token) => {
+                let text = Zeroizing::new(format!("Bearer {token}"));
+                let mut value =
+                    HeaderValue::from_str(&text).context("--token: not usable in a header")?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
+        };
+        Ok(Target {
+            addr,
+            path: path.parse().with_context(|| format!("{url}: path"))?,
+            host: HeaderValue::try_from(host).with_context(|| format!("{url}: host"))?,
+            authorization,
+        })
+    }
+
+    /// A JSON POST of `body`.
+    fn request(&self, body: String) -> hyper::Request<Full<Bytes>> {
+        let mut request = hyper::Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = self.path.clone();
+        let headers = request.headers_mut();
+        headers.insert(HOST, self.host.clone());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(authorization) = &self.authorization {
+            headers.insert(AUTHORIZATION, authorization.clone());
+        }
+        request
+    }
+}
+
+/// One HTTP/1.1 keep-alive connection: the handle requests go through and the state machine that
+/// reads and writes the socket, which the owning worker polls while it waits for an answer.
+struct Connection {
+    sender: http1::SendRequest<Full<Bytes>>,
+    driver: Pin<Box<http1::Connection<TokioIo<TcpStream>, Full<Bytes>>>>,
+}
+
+impl Connection {
+    async fn open(addr: SocketAddr) -> Result<Connection, String> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect to {addr}: {e}"))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| format!("connect to {addr}: TCP_NODELAY: {e}"))?;
+        let (sender, driver) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("connect to {addr}: {e}"))?;
+        Ok(Connection {
+            sender,
+            driver: Box::pin(driver),
+        })
+    }
+
+    /// Sends `request` and reads its whole answer, driving the connection meanwhile.
+    async fn exchange(
+        &mut self,
+        request: hyper::Request<Full<Bytes>>,
+    ) -> Result<(StatusCode, Bytes), String> {
+        let Connection { sender, driver } = self;
+        let answer = async {
+            sender
+                .ready()
+                .await
+                .map_err(|e| format!("connection: {e}"))?;
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = response.status();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| format!("body: {e}"))?
+                .to_bytes();
+            Ok((status, body))
+        };
+        tokio::select! {
+            biased;
+            answer = answer => answer,
+            ended = driver.as_mut() => Err(match ended {
+                Ok(()) => "the server closed the connection".to_string(),
+                Err(e) => format!("connection: {e}"),
+            }),
+        }
+    }
+}
+
+/// Sends `request` on `connection`, opening a new one first when there is none or it has closed.
+async fn send(
+    addr: SocketAddr,
+    connection: &mut Option<Connection>,
+    request: hyper::Request<Full<Bytes>>,
+) -> Result<(StatusCode, Bytes), String> {
+    if connection.as_ref().is_none_or(|c| c.sender.is_closed()) {
+        *connection = Some(Connection::open(addr).await?);
+    }
+    match connection.as_mut() {
+        Some(live) => live.exchange(request).await,
+        None => Err("no connection".to_string()),
     }
 }
 
 /// The first account the server holds: the sender of the signing scenarios.
 pub(crate) async fn first_account(
-    url: &reqwest::Url,
+    url: &url::Url,
     token: Option<&str>,
     timeout: Duration,
 ) -> anyhow::Result<String> {
-    let client = client(timeout)?;
+    let target = Target::new(url, token)?;
     let body = r#"{"jsonrpc":"2.0","id":0,"method":"eth_accounts","params":[]}"#.to_string();
-    let response = request(&client, url, token, body)
-        .send()
-        .await
-        .with_context(|| format!("{url}: eth_accounts"))?;
-    let status = response.status();
-    let answer: Value = response
-        .json()
-        .await
+    let mut connection = None;
+    let (status, bytes) = tokio::time::timeout(
+        timeout,
+        send(target.addr, &mut connection, target.request(body)),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("{url}: eth_accounts: no answer within {timeout:?}"))?
+    .map_err(|e| anyhow::anyhow!("{url}: eth_accounts: {e}"))?;
+    let answer: Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("{url}: eth_accounts: status {status}, not JSON"))?;
     if let Some(error) = answer.get("error") {
         bail!("{url}: eth_accounts: {error}");
@@ -531,7 +685,7 @@ pub(crate) fn histogram() -> Histogram<u64> {
 
 async fn drive(
     plan: &Plan,
-    url: reqwest::Url,
+    url: url::Url,
     token: Option<Zeroizing<String>>,
     in_process: bool,
 ) -> anyhow::Result<Report> {
@@ -549,8 +703,16 @@ async fn drive(
         },
     };
     let work = Arc::new(work);
-    let token: Option<Arc<Zeroizing<String>>> = token.map(Arc::new);
+    let target = Arc::new(Target::new(&url, token_ref)?);
     let next = Arc::new(AtomicU64::new(0));
+    // Every connection is open before the clock starts.
+    let mut connections = Vec::with_capacity(plan.connections);
+    for _ in 0..plan.connections {
+        let connection = Connection::open(target.addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+        connections.push(connection);
+    }
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -558,13 +720,13 @@ async fn drive(
     let started = Instant::now();
     let deadline = started + plan.duration;
     let mut workers = Vec::with_capacity(plan.connections);
-    for _ in 0..plan.connections {
-        let client = client(plan.timeout)?;
-        let (work, next, url, token) = (work.clone(), next.clone(), url.clone(), token.clone());
-        let limit = plan.requests;
+    for connection in connections {
+        let (work, next, target) = (work.clone(), next.clone(), target.clone());
+        let (limit, timeout) = (plan.requests, plan.timeout);
         workers.push(tokio::spawn(async move {
             let mut tally = Tally::default();
             let mut latencies = histogram();
+            let mut connection = Some(connection);
             loop {
                 if Instant::now() >= deadline {
                     break;
@@ -573,19 +735,22 @@ async fn drive(
                 if index >= limit {
                     break;
                 }
-                let body = work.body(index);
+                let request = target.request(work.body(index));
                 tally.sent += 1;
                 let sent_at = Instant::now();
-                let token = token.as_ref().map(|t| t.as_str());
-                let answer = match request(&client, &url, token, body).send().await {
-                    Ok(response) => {
-                        let status = response.status();
-                        response.bytes().await.map(|bytes| (status, bytes))
-                    }
-                    Err(e) => Err(e),
+                let answer = match tokio::time::timeout(
+                    timeout,
+                    send(target.addr, &mut connection, request),
+                )
+                .await
+                {
+                    Ok(answer) => answer,
+                    Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
                 };
                 match answer {
                     Err(e) => {
+                        // Whatever the connection still holds belongs to this request.
+                        connection = None;
                         tally.lost += 1;
                         tally.problem(format!("request {index}: no answer: {e}"));
                     }
@@ -621,7 +786,7 @@ async fn drive(
 /// Merges the workers' tallies and latencies into the report.
 pub(crate) fn finish(
     plan: &Plan,
-    url: &reqwest::Url,
+    url: &url::Url,
     in_process: bool,
     outcomes: Vec<(Tally, Histogram<u64>)>,
     started: Instant,
@@ -781,5 +946,63 @@ mod tests {
         assert!(work.check(3, short).is_err());
         let error = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"x"}}"#;
         assert!(work.check(3, error).unwrap_err().contains("-32000"));
+        // A verdict that is neither valid nor an error, and an error verdict for a valid record.
+        let neither = br#"{"jsonrpc":"2.0","id":3,"result":[{"valid":true},{}]}"#;
+        assert!(work.check(3, neither).unwrap_err().contains("record 1"));
+        let erred = br#"{"jsonrpc":"2.0","id":3,"result":[{"error":"sig: bad"},{"valid":false}]}"#;
+        assert!(work.check(3, erred).unwrap_err().contains("record 0"));
+        let null_error =
+            br#"{"jsonrpc":"2.0","id":3,"error":null,"result":[{"valid":true},{"valid":false}]}"#;
+        assert!(work
+            .check(3, null_error)
+            .unwrap_err()
+            .contains("JSON-RPC error"));
+    }
+
+    #[test]
+    fn wrong_sign_answers_are_errors() {
+        let key = PrivateKey::from_hex(
+            "4646464646464646464646464646464646464646464646464646464646464646",
+        )
+        .unwrap();
+        let from = format!("{:?}", key.address());
+        let work = Work::Sign { from };
+        let body: Value = serde_json::from_str(&work.body(64)).unwrap();
+        let request = chainsig_eth::TxRequest::from_json(&body["params"][0]).unwrap();
+        let raw = format!("0x{}", hex::encode(request.sign(&key).unwrap().raw));
+        let answer = |id: u64, result: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#).into_bytes()
+        };
+        // 64 is a fully checked index: decoded and its sender recovered.
+        assert!(work.check(64, &answer(64, &format!("\"{raw}\""))).is_ok());
+        assert!(work
+            .check(65, &answer(64, &format!("\"{raw}\"")))
+            .unwrap_err()
+            .contains("id"));
+        let other = Work::Sign {
+            from: format!("{:?}", alloy_primitives::Address::repeat_byte(7)),
+        };
+        assert!(other
+            .check(64, &answer(64, &format!("\"{raw}\"")))
+            .unwrap_err()
+            .contains("recovers to"));
+        assert!(work
+            .check(64, &answer(64, &format!("\"{}\"", &raw[2..])))
+            .unwrap_err()
+            .contains("not a hex string"));
+        assert!(work
+            .check(64, &answer(64, "\"0x02c0\""))
+            .unwrap_err()
+            .contains("not a signed EIP-1559"));
+        assert!(work
+            .check(64, &answer(64, "null"))
+            .unwrap_err()
+            .contains("missing"));
+        assert!(work
+            .check(64, &answer(64, "7"))
+            .unwrap_err()
+            .contains("body"));
+        let no_result = br#"{"jsonrpc":"2.0","id":64}"#;
+        assert!(work.check(64, no_result).unwrap_err().contains("missing"));
     }
 }

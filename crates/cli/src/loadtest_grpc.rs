@@ -89,7 +89,7 @@ fn check(from: &Address, index: u64, answer: pb::SignStreamResponse) -> Result<(
 
 pub(crate) async fn drive(
     plan: &Plan,
-    url: reqwest::Url,
+    url: url::Url,
     token: Option<Zeroizing<String>>,
     in_process: bool,
 ) -> anyhow::Result<Report> {

@@ -224,7 +224,8 @@ pub struct ServeOptions {
 /// Runs the service until SIGTERM or SIGINT (the blocking entry point for the command line):
 /// starts logging and a Tokio runtime, loads the keys and tokens, and serves.
 pub fn run(options: ServeOptions, registry: Registry) -> Result<(), String> {
-    init_logging(options.log_json);
+    // Held until `run` returns: dropping it writes out every line still queued.
+    let _log_guard = init_logging(options.log_json);
     let tokens = match &options.auth_tokens {
         Some(path) => {
             Some(auth::Tokens::from_file(path).map_err(|e| format!("--auth-tokens: {e}"))?)
@@ -290,9 +291,19 @@ pub async fn shutdown_signal() {
     }
 }
 
-fn init_logging(json: bool) {
+/// Installs the log subscriber, writing to stderr through a [`tracing_appender::non_blocking`]
+/// writer: a dedicated thread does the writes, so a request thread formats its audit line and
+/// queues it instead of making a `write` system call under the stderr lock per signature. The
+/// writer is built non-lossy: when its queue is full the logging thread waits rather than dropping
+/// the line, so every signature still gets its audit line. The returned guard flushes the queue
+/// when dropped (at shutdown).
+fn init_logging(json: bool) -> tracing_appender::non_blocking::WorkerGuard {
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("chainsig-log")
+        .finish(std::io::stderr());
     let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_max_level(tracing::Level::INFO);
     // A subscriber already installed (by an embedding program) is kept.
     let _ = if json {
@@ -300,4 +311,5 @@ fn init_logging(json: bool) {
     } else {
         builder.try_init()
     };
+    guard
 }
