@@ -3,7 +3,8 @@
 //! submit/confirm path checked, then the benchmark sweep. Writes CSV/JSON into $OUT (or ./out).
 //!
 //! Usage: device_check [--count N] [--quick] [--regcap] [--messages]  (--regcap: the register-cap
-//! sweep in place of the standard one; every run is still checked against the reference.
+//! sweep in place of the standard one, --regcap-full-keys the same for full keys; every run is
+//! still checked against the reference.
 //! --messages: only the records that carry messages, hashed by SM3 on the GPU, checked and timed
 //! against hashing on the host)
 
@@ -23,6 +24,7 @@ fn main() {
     let mut quick = false;
     let mut regcap = false;
     let mut messages = false;
+    let mut regcap_full = false;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
@@ -36,6 +38,7 @@ fn main() {
             "--quick" => quick = true,
             "--regcap" => regcap = true,
             "--messages" => messages = true,
+            "--regcap-full-keys" => regcap_full = true,
             other => panic!("unknown argument {other}"),
         }
         i += 1;
@@ -71,7 +74,9 @@ fn main() {
     let expected = Bitmap::from_bools(verdicts.iter().copied());
 
     // 0. Compile (or load from the cache) every kernel the run needs, in parallel.
-    let plan_all = if regcap {
+    let plan_all = if regcap_full {
+        sweep::regcap_plan_full_keys(count)
+    } else if regcap {
         sweep::regcap_plan(count)
     } else {
         sweep::standard_plan(count)

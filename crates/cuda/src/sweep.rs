@@ -180,6 +180,30 @@ pub fn standard_plan(max_batch: usize) -> Vec<SweepPoint> {
     plan
 }
 
+/// Register caps for the fast kernel with full keys (the default's form): caps that let 12, 14 or
+/// 16 warps share an SM at 64, 128 or 256 threads per block.
+pub fn regcap_plan_full_keys(max_batch: usize) -> Vec<SweepPoint> {
+    let mut plan = Vec::new();
+    for &b in &[4096usize, 172032, 1 << 20] {
+        if b > max_batch {
+            continue;
+        }
+        for cap in [168u32, 152, 144, 136, 128] {
+            for block in [64u32, 128, 256] {
+                let mut c = cfg(Mode::Fast, Inversion::Euclid, false, false, 8, block);
+                c.kernel.max_registers = Some(cap);
+                plan.push(SweepPoint {
+                    experiment: "regcap_full_keys".into(),
+                    config: c,
+                    batch: b,
+                    kernel_only: b != 4096,
+                });
+            }
+        }
+    }
+    plan
+}
+
 /// Register caps for the fast and paper kernels against block size (occupancy against spills).
 pub fn regcap_plan(max_batch: usize) -> Vec<SweepPoint> {
     let mut plan = Vec::new();
