@@ -120,6 +120,8 @@ fn serves_until_sigterm_and_exits_zero() {
     assert_eq!(status, 200);
     assert!(body.contains("\"result\":\"0x"), "{body}");
 
+    grpc_sign_on_the_http_listener(addr);
+
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -148,6 +150,69 @@ fn serves_until_sigterm_and_exits_zero() {
     );
     let whole = format!("{seen}{rest}");
     assert!(!whole.contains("tok-1") && !whole.contains("pw"), "{whole}");
+}
+
+/// gRPC on the binary's own listener (h2c): Signer.SignTransaction refused without the token,
+/// answered with it, and the raw transaction decodes and recovers to the key's address.
+fn grpc_sign_on_the_http_listener(addr: SocketAddr) {
+    use chainsig_server::grpc::pb::{self, signer_client::SignerClient};
+    let key: [u8; 20] = hex::decode("9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f")
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let tx = pb::Transaction {
+        from: key.to_vec(),
+        chain_id: Some(1),
+        nonce: 7,
+        gas: 21_000,
+        to: vec![0x35; 20],
+        value: vec![1],
+        max_fee_per_gas: Some(vec![0x77, 0x35, 0x94, 0x00]),
+        max_priority_fee_per_gas: Some(vec![0x3b, 0x9a, 0xca, 0x00]),
+        ..Default::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .expect("gRPC connection to the binary");
+        let mut client = SignerClient::new(channel);
+        let request = pb::SignTransactionRequest {
+            tx: Some(tx.clone()),
+        };
+        let refused = client
+            .sign_transaction(request.clone())
+            .await
+            .expect_err("no token");
+        assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
+        let mut with_token = tonic::Request::new(request);
+        with_token
+            .metadata_mut()
+            .insert("authorization", "Bearer tok-1".parse().unwrap());
+        let signed = client
+            .sign_transaction(with_token)
+            .await
+            .expect("signed over gRPC")
+            .into_inner()
+            .signed
+            .expect("a signed transaction");
+        assert_eq!(signed.from, key.to_vec());
+        let decoded = chainsig_eth::decode_raw(&signed.raw).expect("the raw transaction decodes");
+        assert_eq!(
+            decoded.from.as_slice(),
+            &key[..],
+            "recovers to the key's address"
+        );
+        assert_eq!(
+            signed.hash,
+            chainsig_core::hash::keccak256(&signed.raw).to_vec()
+        );
+    });
 }
 
 #[test]
