@@ -61,16 +61,7 @@ fn main() {
         count - valid,
         t.elapsed().as_secs_f64()
     );
-    let mut batch = Batch::with_capacity(Algorithm::Sm2, false, count);
-    for r in &records {
-        batch.push(&PreparedItem {
-            e: r.e,
-            r: r.r,
-            s: r.s,
-            px: r.px,
-            py: r.py,
-        });
-    }
+    let batch = testdata::batch(&records);
     let expected = Bitmap::from_bools(verdicts.iter().copied());
 
     // 0. Compile (or load from the cache) every kernel the run needs, in parallel.

@@ -59,22 +59,31 @@ fn scalar_bytes(s: &Scalar) -> [u8; 32] {
     s.to_repr().into()
 }
 
-/// The reference verdict for raw bytes (r or s out of range parses to a rejection).
-pub fn reference_verify(rec: &Record) -> bool {
+/// The reference's signature and key for raw bytes under identifier `id`; `None` when either does
+/// not parse (r or s out of range, a key off the curve), which the reference rejects.
+fn reference_parts(
+    id: &str,
+    r: &[u8; 32],
+    s: &[u8; 32],
+    px: &[u8; 32],
+    py: &[u8; 32],
+) -> Option<(Signature, VerifyingKey)> {
     let mut sig = [0u8; 64];
-    sig[..32].copy_from_slice(&rec.r);
-    sig[32..].copy_from_slice(&rec.s);
-    let Ok(sig) = Signature::from_slice(&sig) else {
-        return false;
-    };
+    sig[..32].copy_from_slice(r);
+    sig[32..].copy_from_slice(s);
+    let sig = Signature::from_slice(&sig).ok()?;
     let mut sec1 = [0u8; 65];
     sec1[0] = 4;
-    sec1[1..33].copy_from_slice(&rec.px);
-    sec1[33..].copy_from_slice(&rec.py);
-    let Ok(vk) = VerifyingKey::from_sec1_bytes(DIST_ID, &sec1) else {
-        return false;
-    };
-    vk.verify_prehash(&rec.e, &sig).is_ok()
+    sec1[1..33].copy_from_slice(px);
+    sec1[33..].copy_from_slice(py);
+    let vk = VerifyingKey::from_sec1_bytes(id, &sec1).ok()?;
+    Some((sig, vk))
+}
+
+/// The reference verdict for raw bytes (r or s out of range parses to a rejection).
+pub fn reference_verify(rec: &Record) -> bool {
+    reference_parts(DIST_ID, &rec.r, &rec.s, &rec.px, &rec.py)
+        .is_some_and(|(sig, vk)| vk.verify_prehash(&rec.e, &sig).is_ok())
 }
 
 const N_BE: [u8; 32] = chainsig_core::curve::SM2.n;
@@ -265,23 +274,11 @@ pub struct MessageRecord {
 /// itself.
 pub fn reference_verify_message(rec: &MessageRecord) -> bool {
     use sm2::dsa::signature::Verifier;
-    let mut sig = [0u8; 64];
-    sig[..32].copy_from_slice(&rec.r);
-    sig[32..].copy_from_slice(&rec.s);
-    let Ok(sig) = Signature::from_slice(&sig) else {
-        return false;
-    };
     let Ok(id) = std::str::from_utf8(&rec.id) else {
         return false;
     };
-    let mut sec1 = [0u8; 65];
-    sec1[0] = 4;
-    sec1[1..33].copy_from_slice(&rec.px);
-    sec1[33..].copy_from_slice(&rec.py);
-    let Ok(vk) = VerifyingKey::from_sec1_bytes(id, &sec1) else {
-        return false;
-    };
-    vk.verify(&rec.msg, &sig).is_ok()
+    reference_parts(id, &rec.r, &rec.s, &rec.px, &rec.py)
+        .is_some_and(|(sig, vk)| vk.verify(&rec.msg, &sig).is_ok())
 }
 
 /// Message lengths that put the padding on each side of an SM3 block boundary (Z_A's 32 bytes come
@@ -367,6 +364,26 @@ pub fn generate_messages(
         .collect();
     let verdicts = records.par_iter().map(reference_verify_message).collect();
     (records, verdicts)
+}
+
+/// The records as a verification [`Batch`](chainsig_core::batch::Batch), in order.
+pub fn batch(records: &[Record]) -> chainsig_core::batch::Batch {
+    use chainsig_core::batch::{Batch, PreparedItem};
+    let mut b = Batch::with_capacity(
+        chainsig_core::algorithm::Algorithm::Sm2,
+        false,
+        records.len(),
+    );
+    for r in records {
+        b.push(&PreparedItem {
+            e: r.e,
+            r: r.r,
+            s: r.s,
+            px: r.px,
+            py: r.py,
+        });
+    }
+    b
 }
 
 /// The records as a [`MessageBatch`], Z_A from `z_a` (the caller's per-signer cache).

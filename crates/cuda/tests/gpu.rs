@@ -2,9 +2,7 @@
 //! and for records whose messages the GPU hashes. Without a driver or GPU the tests print why they
 //! skipped (the device check, examples/device_check.rs, runs these paths at scale on the H200).
 
-use chainsig_core::algorithm::Algorithm;
 use chainsig_core::backend::Backend;
-use chainsig_core::batch::{Batch, PreparedItem};
 use chainsig_cuda::backend::{driver_available, CudaBackend, CudaConfig};
 use chainsig_cuda::testdata;
 
@@ -26,16 +24,7 @@ fn backend_or_skip() -> Option<CudaBackend> {
 fn gpu_verdicts_equal_the_reference_on_prehashed_records() {
     let Some(gpu) = backend_or_skip() else { return };
     let (records, want) = testdata::generate(3000, 64, 200, 0x6e51);
-    let mut batch = Batch::with_capacity(Algorithm::Sm2, false, records.len());
-    for r in &records {
-        batch.push(&PreparedItem {
-            e: r.e,
-            r: r.r,
-            s: r.s,
-            px: r.px,
-            py: r.py,
-        });
-    }
+    let batch = testdata::batch(&records);
     let got = gpu.verify_batch(&batch).expect("verify");
     for (i, w) in want.iter().enumerate() {
         assert_eq!(got.get(i), *w, "record {i}");
