@@ -130,19 +130,32 @@ impl Registry {
         }
     }
 
-    /// Verifies on the backend `select` picks; when that is not the CPU and it fails, verifies on
-    /// the CPU instead. Returns the verdicts and the name of the backend that produced them.
-    pub fn verify(&self, name: &str, batch: &Batch) -> Result<(Bitmap, String), BackendError> {
-        let backend = self.select(name, batch.alg(), batch.len())?;
-        match backend.verify_batch(batch) {
-            Ok(map) => Ok((map, backend.name().to_string())),
+    /// Runs `work` on the backend `select` picks for `alg` and `len` items; under `auto`, when that
+    /// is not the CPU and it fails, runs it on the CPU instead. Returns the result and the name of
+    /// the backend that produced it.
+    fn run_with_fallback<T>(
+        &self,
+        name: &str,
+        alg: Algorithm,
+        len: usize,
+        work: impl Fn(&dyn Backend) -> Result<T, BackendError>,
+    ) -> Result<(T, String), BackendError> {
+        let backend = self.select(name, alg, len)?;
+        match work(backend.as_ref()) {
+            Ok(out) => Ok((out, backend.name().to_string())),
             Err(err) if name == "auto" && backend.name() != CPU => {
                 tracing::warn!(backend = backend.name(), error = %err, "falling back to the CPU");
                 let cpu = self.get(CPU)?;
-                Ok((cpu.verify_batch(batch)?, CPU.to_string()))
+                Ok((work(cpu.as_ref())?, CPU.to_string()))
             }
             Err(err) => Err(err),
         }
+    }
+
+    /// Verifies on the backend `select` picks, with the CPU fallback of `auto`. Returns the
+    /// verdicts and the name of the backend that produced them.
+    pub fn verify(&self, name: &str, batch: &Batch) -> Result<(Bitmap, String), BackendError> {
+        self.run_with_fallback(name, batch.alg(), batch.len(), |b| b.verify_batch(batch))
     }
 
     /// SM2 records with messages on the backend `select` picks, with the same CPU fallback as
@@ -152,16 +165,9 @@ impl Registry {
         name: &str,
         batch: &MessageBatch,
     ) -> Result<(Bitmap, String), BackendError> {
-        let backend = self.select(name, Algorithm::Sm2, batch.len())?;
-        match backend.verify_messages(batch) {
-            Ok(map) => Ok((map, backend.name().to_string())),
-            Err(err) if name == "auto" && backend.name() != CPU => {
-                tracing::warn!(backend = backend.name(), error = %err, "falling back to the CPU");
-                let cpu = self.get(CPU)?;
-                Ok((cpu.verify_messages(batch)?, CPU.to_string()))
-            }
-            Err(err) => Err(err),
-        }
+        self.run_with_fallback(name, Algorithm::Sm2, batch.len(), |b| {
+            b.verify_messages(batch)
+        })
     }
 
     /// Ethereum sender recovery on the backend `select` picks, with the same CPU fallback as
@@ -171,16 +177,9 @@ impl Registry {
         name: &str,
         items: &[RecoverItem],
     ) -> Result<(Vec<Option<Recovered>>, String), BackendError> {
-        let backend = self.select(name, Algorithm::Secp256k1, items.len())?;
-        match backend.recover_batch(items) {
-            Ok(found) => Ok((found, backend.name().to_string())),
-            Err(err) if name == "auto" && backend.name() != CPU => {
-                tracing::warn!(backend = backend.name(), error = %err, "recovery falls back to the CPU");
-                let cpu = self.get(CPU)?;
-                Ok((cpu.recover_batch(items)?, CPU.to_string()))
-            }
-            Err(err) => Err(err),
-        }
+        self.run_with_fallback(name, Algorithm::Secp256k1, items.len(), |b| {
+            b.recover_batch(items)
+        })
     }
 }
 
