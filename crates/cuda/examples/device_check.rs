@@ -2,9 +2,10 @@
 //! of every kernel configuration compared with the CPU reference (RustCrypto `sm2`), the async
 //! submit/confirm path checked, then the benchmark sweep. Writes CSV/JSON into $OUT (or ./out).
 //!
-//! Usage: device_check [--count N] [--quick] [--regcap] [--messages]  (--regcap: the register-cap
-//! sweep in place of the standard one, --regcap-full-keys the same for full keys; every run is
-//! still checked against the reference.
+//! Usage: device_check [--count N] [--quick] [--regcap] [--regcap-full-keys] [--compact] [--messages]  (--regcap: the register-cap
+//! sweep in place of the standard one, --regcap-full-keys the same for full keys, --compact the
+//! default kernel against its compact form across batch sizes; every run is still checked against
+//! the reference.
 //! --messages: only the records that carry messages, hashed by SM3 on the GPU, checked and timed
 //! against hashing on the host)
 
@@ -25,6 +26,7 @@ fn main() {
     let mut regcap = false;
     let mut messages = false;
     let mut regcap_full = false;
+    let mut compact = false;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
@@ -39,6 +41,7 @@ fn main() {
             "--regcap" => regcap = true,
             "--messages" => messages = true,
             "--regcap-full-keys" => regcap_full = true,
+            "--compact" => compact = true,
             other => panic!("unknown argument {other}"),
         }
         i += 1;
@@ -65,7 +68,9 @@ fn main() {
     let expected = Bitmap::from_bools(verdicts.iter().copied());
 
     // 0. Compile (or load from the cache) every kernel the run needs, in parallel.
-    let plan_all = if regcap_full {
+    let plan_all = if compact {
+        sweep::compact_plan(count)
+    } else if regcap_full {
         sweep::regcap_plan_full_keys(count)
     } else if regcap {
         sweep::regcap_plan(count)
@@ -121,7 +126,8 @@ fn main() {
             kernel: k,
             streams: 8,
             ..CudaConfig::default()
-        };
+        }
+        .exact();
         let t = Instant::now();
         // Opening runs the field self-test; a kernel that fails it is reported, not fatal here.
         let backend = match CudaBackend::new(cfg) {
@@ -217,10 +223,10 @@ fn main() {
     let t = Instant::now();
     let rows = sweep::run_sweep(&plan, &batch, &expected, |r: &SweepRow| {
         println!(
-            "{:22} {:8?} {:6?} ck={} rows={} K={:2} B={:4} regs={:3} spill={} n={:8}  e2e {:9.3} ms {:12.0}/s  kernel {}",
+            "{:22} {:8?} {:6?} ck={} rows={} K={:2} B={:4} regs={:3} spill={} n={:8}  e2e {:9.3} ms {:12.0}/s  kernel {}  {}",
             r.experiment, r.mode, r.inversion, r.compress as u8, r.row_major as u8, r.streams, r.block_size, r.registers, r.spill_bytes, r.batch,
             r.e2e_ms, r.e2e_per_s,
-            r.kernel_per_s.map(|v| format!("{v:12.0}/s")).unwrap_or_default()
+            r.kernel_per_s.map(|v| format!("{v:12.0}/s")).unwrap_or_default(), r.kernel
         );
     })
     .expect("sweep");
@@ -342,6 +348,7 @@ fn messages_check(count: usize, seed: u64, out: &std::path::Path) {
         row_major: false,
         max_registers: cap,
         product: Product::EvenOdd,
+        compact: false,
     };
     let paper = KernelConfig {
         mode: Mode::Paper,
@@ -416,7 +423,8 @@ fn messages_check(count: usize, seed: u64, out: &std::path::Path) {
             streams: 8,
             block_size: 128,
             ..CudaConfig::default()
-        };
+        }
+        .exact();
         let backend = match CudaBackend::new(cfg) {
             Ok(b) => b,
             Err(e) => {

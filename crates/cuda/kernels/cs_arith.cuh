@@ -628,7 +628,7 @@ CS_FN void pt_cmov(jpt& R, const jpt& a, bool cond) {
 }
 
 // R = 2R for a = -3 (3M + 5S). Infinity stays infinity.
-CS_FN void pt_dbl(jpt& R) {
+CS_DBL_FN void pt_dbl(jpt& R) {
   fe delta, gamma, beta, alpha, t0, t1;
   fe_sqr(delta, R.Z);
   fe_sqr(gamma, R.Y);

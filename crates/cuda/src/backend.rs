@@ -38,6 +38,11 @@ pub struct CudaConfig {
     pub chunk_items: Option<usize>,
     /// CUDA device ordinal.
     pub device: usize,
+    /// Batches of at most this many items run the compact form of a fast-mode kernel
+    /// ([`KernelConfig::compacted`]); 0 never does. On the H200 the compact kernel halves the
+    /// time of a batch of 4096 and wins up to a few hundred thousand items, where the inlined one
+    /// takes over (crates/cuda/README.md, "Instruction fetch").
+    pub compact_below: usize,
 }
 
 impl Default for CudaConfig {
@@ -49,7 +54,28 @@ impl Default for CudaConfig {
             block_size: 128,
             chunk_items: None,
             device: 0,
+            compact_below: COMPACT_BELOW,
         }
+    }
+}
+
+/// The default [`CudaConfig::compact_below`], from the H200 measurements.
+pub const COMPACT_BELOW: usize = 196_608;
+
+impl CudaConfig {
+    /// This configuration running exactly its kernel at every batch size (for ablations, where a
+    /// measurement must belong to the kernel it names).
+    pub fn exact(self) -> CudaConfig {
+        CudaConfig {
+            compact_below: 0,
+            ..self
+        }
+    }
+
+    /// The compact kernel to load beside the main one, if this configuration uses one.
+    fn compact_kernel(&self) -> Option<KernelConfig> {
+        (self.compact_below > 0 && self.kernel.mode == crate::Mode::Fast && !self.kernel.compact)
+            .then(|| self.kernel.compacted())
     }
 }
 
@@ -202,6 +228,8 @@ struct Slot {
 struct Engine {
     ctx: Arc<CudaContext>,
     func: CudaFunction,
+    /// The compact form of `func`, for batches of at most `cfg.compact_below` items.
+    compact: Option<CudaFunction>,
     /// `cs_field_check`, the arithmetic self-test in the same module.
     check: CudaFunction,
     gtab: DevBuf,
@@ -284,6 +312,19 @@ pub struct KernelTiming {
     pub ms: f32,
 }
 
+/// The kernel for a batch of `len` items: the compact one, if loaded, up to `compact_below`.
+fn pick_kernel<'a>(
+    main: &'a CudaFunction,
+    compact: &'a Option<CudaFunction>,
+    compact_below: usize,
+    len: usize,
+) -> &'a CudaFunction {
+    match compact {
+        Some(f) if len <= compact_below => f,
+        _ => main,
+    }
+}
+
 impl Engine {
     fn open(cfg: CudaConfig) -> Result<(Engine, Vec<Resources>, bool), BackendError> {
         cfg.validate().map_err(unavailable)?;
@@ -298,25 +339,52 @@ impl Engine {
             .compute_capability()
             .map_err(|e| device_err("compute capability", e))?;
         let arch = format!("sm_{major}{minor}");
-        let compiled = kernel::compile_config(&chainsig_core::curve::SM2, &cfg.kernel, &arch)
-            .map_err(unavailable)?;
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
-            .map_err(|e| device_err("cuModuleLoadData", e))?;
-        let func = module
-            .load_function(&cfg.kernel.name())
-            .map_err(|e| device_err("cuModuleGetFunction", e))?;
+        // The main kernel and, where configured, its compact form: two modules, compiled side by
+        // side on a first run.
+        let kernels: Vec<KernelConfig> = std::iter::once(cfg.kernel)
+            .chain(cfg.compact_kernel())
+            .collect();
+        let compiled: Vec<kernel::Compiled> = std::thread::scope(|scope| {
+            let jobs: Vec<_> = kernels
+                .iter()
+                .map(|k| {
+                    let arch = &arch;
+                    scope.spawn(move || kernel::compile_config(&chainsig_core::curve::SM2, k, arch))
+                })
+                .collect();
+            jobs.into_iter()
+                .map(|j| {
+                    j.join()
+                        .unwrap_or_else(|_| Err("the NVRTC compile panicked".into()))
+                })
+                .collect::<Result<Vec<_>, String>>()
+        })
+        .map_err(unavailable)?;
+        let mut modules = Vec::new();
+        for (k, c) in kernels.iter().zip(&compiled) {
+            let module = ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(c.cubin.clone()))
+                .map_err(|e| device_err("cuModuleLoadData", e))?;
+            let f = module
+                .load_function(&k.name())
+                .map_err(|e| device_err("cuModuleGetFunction", e))?;
+            modules.push((module, f));
+        }
+        let (module, func) = modules.swap_remove(0);
+        let compact = modules.pop().map(|(_, f)| f);
         let check = module
             .load_function("cs_field_check")
             .map_err(|e| device_err("cuModuleGetFunction", e))?;
-        let max_threads = func
-            .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-            .map_err(|e| device_err("cuFuncGetAttribute", e))?;
-        if cfg.block_size as i32 > max_threads {
-            return Err(unavailable(format!(
-                "block_size {} exceeds the {max_threads} threads per block this kernel's registers allow",
-                cfg.block_size
-            )));
+        for f in std::iter::once(&func).chain(&compact) {
+            let max_threads = f
+                .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+                .map_err(|e| device_err("cuFuncGetAttribute", e))?;
+            if cfg.block_size as i32 > max_threads {
+                return Err(unavailable(format!(
+                    "block_size {} exceeds the {max_threads} threads per block this kernel's registers allow",
+                    cfg.block_size
+                )));
+            }
         }
         // The fixed-base table, built by the kernels' own arithmetic on the host and checked on-curve.
         let table = gtable()?;
@@ -340,10 +408,15 @@ impl Engine {
                 pending: None,
             });
         }
-        let res = kernel::parse_resources(&compiled.log);
+        let res = compiled
+            .iter()
+            .flat_map(|c| kernel::parse_resources(&c.log))
+            .collect();
+        let from_cache = compiled.iter().all(|c| c.from_cache);
         let engine = Engine {
             ctx,
             func,
+            compact,
             check,
             gtab,
             slots,
@@ -361,7 +434,7 @@ impl Engine {
                 cfg.kernel.name()
             )));
         }
-        Ok((engine, res, compiled.from_cache))
+        Ok((engine, res, from_cache))
     }
 
     /// Runs `cs_field_check` over operand pairs: 48 result words per pair (see cs_kernels.cuh).
@@ -476,6 +549,8 @@ impl Engine {
             .bind_to_thread()
             .map_err(|e| device_err("bind context", e))?;
         let chunk = self.chunk_len(len);
+        // Borrows of the two fields only: the loop below borrows the slots mutably.
+        let func = pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len);
         let k = self.cfg.kernel;
         let block = self.cfg.block_size;
         let nslots = self.slots.len();
@@ -547,7 +622,7 @@ impl Engine {
                 block_dim: (block, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut b = slot.stream.launch_builder(&self.func);
+            let mut b = slot.stream.launch_builder(func);
             b.arg(&din).arg(&stride).arg(&count).arg(&gt).arg(&dout);
             // SAFETY: argument types match the kernel's (u64 pointers, u32 stride and count).
             unsafe { b.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
@@ -594,7 +669,8 @@ impl Engine {
                 block_dim: (block, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut b = stream.launch_builder(&self.func);
+            let func = pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len);
+            let mut b = stream.launch_builder(func);
             b.arg(&a).arg(&st).arg(&cnt).arg(&gt).arg(&o);
             // SAFETY: argument types match the kernel.
             unsafe { b.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
@@ -831,6 +907,7 @@ mod tests {
                     row_major,
                     max_registers: None,
                     product: Default::default(),
+                    compact: false,
                 };
                 let mut dst = vec![0xdead_beefu32; chunk_words(&k, mp)];
                 stage(&b, &k, i0, m, mp, &mut dst);
@@ -876,6 +953,42 @@ mod tests {
         c.block_size = 128;
         c.chunk_items = Some(0);
         assert!(c.validate().unwrap_err().contains("chunk_items"));
+    }
+
+    #[test]
+    fn the_compact_kernel_is_loaded_only_for_the_fast_mode_and_never_by_exact() {
+        let c = CudaConfig::default();
+        let k = c
+            .compact_kernel()
+            .expect("the default loads a compact kernel");
+        assert!(k.compact);
+        assert_eq!(k, KernelConfig::default_fast().compacted());
+        assert_ne!(k.name(), c.kernel.name());
+        assert!(k.name().ends_with("_compact"));
+        assert_eq!(c.exact().compact_kernel(), None);
+        let mut paper = CudaConfig::default();
+        paper.kernel.mode = crate::Mode::Paper;
+        assert_eq!(paper.compact_kernel(), None);
+        let mut already = CudaConfig::default();
+        already.kernel = already.kernel.compacted();
+        assert_eq!(already.compact_kernel(), None);
+    }
+
+    #[test]
+    fn the_compact_switch_reaches_only_fast_mode_modules() {
+        let define = "-DCS_COMPACT=1".to_string();
+        let fast = KernelConfig::default_fast();
+        assert!(!kernel::config_options(&fast, "sm_90").contains(&define));
+        let compact = fast.compacted();
+        let opts = kernel::config_options(&compact, "sm_90");
+        assert!(opts.contains(&define));
+        assert!(opts.contains(&"--maxrregcount=168".to_string()));
+        let paper = KernelConfig {
+            mode: crate::Mode::Paper,
+            ..compact
+        };
+        assert!(!kernel::config_options(&paper, "sm_90").contains(&define));
+        assert!(!paper.name().ends_with("_compact"));
     }
 
     #[test]

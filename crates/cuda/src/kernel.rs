@@ -33,6 +33,11 @@ pub struct KernelConfig {
     pub max_registers: Option<u32>,
     /// How the 256 × 256-bit products are formed on the GPU (the host build has one portable path).
     pub product: Product,
+    /// Fast mode only: the doubling is called, not inlined, so the kernel holds one copy of it.
+    /// Small batches leave one warp per scheduler, which then waits on instruction fetch more than
+    /// on arithmetic; there the compact kernel is faster, at high occupancy the inlined one is.
+    #[serde(default)]
+    pub compact: bool,
 }
 
 /// The GPU's 256 × 256-bit product (an ablation switch; `EvenOdd` is the default).
@@ -69,9 +74,14 @@ impl KernelConfig {
             Product::EvenOdd => "",
         };
         format!(
-            "cs_verify_{mode}_{inv}_{}_{}{cap}{product}",
+            "cs_verify_{mode}_{inv}_{}_{}{cap}{product}{}",
             if self.compress { "ckey" } else { "fullkey" },
-            if self.row_major { "rows" } else { "cols" }
+            if self.row_major { "rows" } else { "cols" },
+            if self.compact && self.mode == Mode::Fast {
+                "_compact"
+            } else {
+                ""
+            }
         )
     }
 
@@ -103,6 +113,7 @@ impl KernelConfig {
                             row_major,
                             max_registers: None,
                             product: Product::EvenOdd,
+                            compact: false,
                         });
                     }
                 }
@@ -121,7 +132,17 @@ impl KernelConfig {
             product: Product::RowChains,
             ..KernelConfig::default_fast()
         });
+        // The default's compact form, which the backend runs for small batches.
+        v.push(KernelConfig::default_fast().compacted());
         v
+    }
+
+    /// The same kernel with the doubling called instead of inlined (see `compact`).
+    pub fn compacted(self) -> KernelConfig {
+        KernelConfig {
+            compact: true,
+            ..self
+        }
     }
 
     /// The default kernel: fast mode, full keys, column-major, even/odd products, capped at 168
@@ -139,6 +160,7 @@ impl KernelConfig {
             row_major: false,
             max_registers: Some(168),
             product: Product::EvenOdd,
+            compact: false,
         }
     }
 }
@@ -390,6 +412,12 @@ pub fn compile_config(
     arch: &str,
 ) -> Result<Compiled, String> {
     let src = source(curve, &[*cfg]).map_err(|e| e.0)?;
+    compile_cached_with(&src, arch, config_options(cfg, arch))
+}
+
+/// NVRTC options for the module of one configuration: the architecture's, then the register cap
+/// and the switches that are module-wide defines (row-chain products, the compact doubling).
+pub fn config_options(cfg: &KernelConfig, arch: &str) -> Vec<String> {
     let mut opts = options(arch);
     if let Some(r) = cfg.max_registers {
         opts.push(format!("--maxrregcount={r}"));
@@ -397,5 +425,8 @@ pub fn compile_config(
     if cfg.product == Product::RowChains {
         opts.push("-DCS_ROW_CHAINS=1".into());
     }
-    compile_cached_with(&src, arch, opts)
+    if cfg.compact && cfg.mode == Mode::Fast {
+        opts.push("-DCS_COMPACT=1".into());
+    }
+    opts
 }

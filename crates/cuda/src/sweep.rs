@@ -69,11 +69,13 @@ fn cfg(
             row_major,
             max_registers: None,
             product: Default::default(),
+            compact: false,
         },
         streams,
         block_size: block,
         ..CudaConfig::default()
     }
+    .exact()
 }
 
 /// The standard plan: (a) Fig. 3 throughput/latency vs batch size × streams for paper and fast mode,
@@ -151,7 +153,7 @@ pub fn standard_plan(max_batch: usize) -> Vec<SweepPoint> {
         }
         for product in [Product::EvenOdd, Product::RowChains] {
             // The product routine, in the default (register-capped) fast kernel and in paper mode.
-            let mut fast = CudaConfig::default();
+            let mut fast = CudaConfig::default().exact();
             fast.kernel.product = product;
             push("product", fast, b, true);
             let mut paper = cfg(Mode::Paper, Inversion::Euclid, true, false, 16, 128);
@@ -176,6 +178,30 @@ pub fn standard_plan(max_batch: usize) -> Vec<SweepPoint> {
             b,
             true,
         );
+    }
+    plan
+}
+
+/// The default kernel against its compact form (the doubling called, not inlined) across batch
+/// sizes, end to end and kernel alone: where the backend's `compact_below` should switch.
+pub fn compact_plan(max_batch: usize) -> Vec<SweepPoint> {
+    let mut plan = Vec::new();
+    for &b in &[4096usize, 16384, 65536, 172032, 262144, 524288, 1 << 20] {
+        if b > max_batch {
+            continue;
+        }
+        for compact in [false, true] {
+            for kernel_only in [false, true] {
+                let mut c = CudaConfig::default().exact();
+                c.kernel.compact = compact;
+                plan.push(SweepPoint {
+                    experiment: "compact".into(),
+                    config: c,
+                    batch: b,
+                    kernel_only,
+                });
+            }
+        }
     }
     plan
 }

@@ -1,0 +1,159 @@
+//! Instruction census of the SM2 kernels: compiles micro kernels that each run one field or point
+//! operation (kernels/cs_census.cuh) together with the default verification kernel and its compact
+//! form for sm_90,
+//! disassembles the cubin with `cuobjdump -sass` and counts machine instructions per operation by
+//! class. This is the measurement behind "instructions per multiplication" in crates/cuda/README.md:
+//! static counts need no GPU, so a change to the arithmetic can be weighed before a device run.
+//!
+//! Usage: kernel_census [DIR]   (writes DIR/census*.cubin and DIR/kernel_census.csv; DIR defaults
+//! to $OUT or ./out). Needs libnvrtc; cuobjdump from $CUOBJDUMP or PATH (the CUDA toolkit, or the
+//! `nvidia-cuda-cuobjdump` wheel).
+
+use chainsig_cuda::kernel::{self, KernelConfig};
+use std::collections::BTreeMap;
+use std::process::Command;
+
+const CENSUS: &str = include_str!("../kernels/cs_census.cuh");
+
+/// Instruction classes, by opcode prefix; the first match wins.
+const CLASSES: &[(&str, &[&str])] = &[
+    ("imad.wide", &["IMAD.WIDE"]),
+    ("imad", &["IMAD"]),
+    ("iadd3", &["IADD3", "VIADD"]),
+    ("sel", &["SEL", "FSEL"]),
+    ("shift/logic", &["SHF", "LOP3", "LEA", "PRMT"]),
+    ("compare", &["ISETP", "PLOP3", "P2R", "R2P"]),
+    (
+        "memory",
+        &[
+            "LDG", "STG", "LDL", "STL", "LDS", "STS", "LDC", "ULDC", "LD.", "ST.",
+        ],
+    ),
+];
+
+fn class_of(op: &str) -> &'static str {
+    CLASSES
+        .iter()
+        .find(|(_, prefixes)| prefixes.iter().any(|p| op.starts_with(p)))
+        .map(|(name, _)| *name)
+        .unwrap_or("other")
+}
+
+/// Per function: instruction counts by class, from `cuobjdump -sass` text.
+fn census(sass: &str) -> BTreeMap<String, BTreeMap<&'static str, usize>> {
+    let mut out: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
+    let mut func: Option<String> = None;
+    for line in sass.lines() {
+        if let Some(rest) = line.split("Function : ").nth(1) {
+            func = Some(rest.trim().to_string());
+            continue;
+        }
+        let Some(f) = &func else { continue };
+        // Instruction lines look like `        /*0a10*/   @!P1 IMAD.WIDE.U32 R4, ... ;`.
+        let t = line.trim_start();
+        let Some(body) = t.strip_prefix("/*").and_then(|s| s.split_once("*/")) else {
+            continue;
+        };
+        if !body.0.chars().all(|c| c.is_ascii_hexdigit()) {
+            continue;
+        }
+        let mut words = body.1.split_whitespace();
+        let mut op = words.next().unwrap_or("");
+        if op.starts_with('@') {
+            op = words.next().unwrap_or("");
+        }
+        if op.is_empty() || op == "NOP" {
+            continue;
+        }
+        *out.entry(f.clone())
+            .or_default()
+            .entry(class_of(op))
+            .or_default() += 1;
+    }
+    out
+}
+
+fn main() {
+    let dir = std::env::args()
+        .nth(1)
+        .or_else(|| std::env::var("OUT").ok())
+        .unwrap_or_else(|| "out".into());
+    std::fs::create_dir_all(&dir).expect("create the output folder");
+    let tool = std::env::var("CUOBJDUMP").unwrap_or_else(|_| "cuobjdump".into());
+    // Two modules, compiled as the backend compiles them: the default kernel (with the micro
+    // kernels beside it, under the same options) and its compact form.
+    let default = KernelConfig::default_fast();
+    let mut counts = BTreeMap::new();
+    for (i, cfg) in [default, default.compacted()].iter().enumerate() {
+        let mut src = kernel::source(&chainsig_core::curve::SM2, &[*cfg]).expect("kernel source");
+        if i == 0 {
+            src.push('\n');
+            src.push_str(CENSUS);
+        }
+        let compiled =
+            kernel::compile_uncached(&src, &kernel::config_options(cfg, "sm_90")).expect("NVRTC");
+        for r in kernel::parse_resources(&compiled.log) {
+            if r.kernel == cfg.name() {
+                println!(
+                    "{}: {} registers, {} B stack, spills {} B / {} B",
+                    r.kernel, r.registers, r.stack_bytes, r.spill_stores, r.spill_loads
+                );
+            }
+        }
+        let cubin = format!("{dir}/census{i}.cubin");
+        std::fs::write(&cubin, &compiled.cubin).expect("write the cubin");
+        let sass = match Command::new(&tool).args(["-sass", &cubin]).output() {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+            Ok(o) => panic!("{tool} failed: {}", String::from_utf8_lossy(&o.stderr)),
+            Err(e) => panic!("cannot run {tool} ({e}); set CUOBJDUMP to its path"),
+        };
+        // From the second module only its verification kernel (the self-test repeats the first).
+        counts.extend(
+            census(&sass)
+                .into_iter()
+                .filter(|(f, _)| i == 0 || *f == cfg.name()),
+        );
+    }
+    let arith = |c: &BTreeMap<&str, usize>| -> usize {
+        c.iter()
+            .filter(|(k, _)| **k != "memory" && **k != "other")
+            .map(|(_, v)| v)
+            .sum()
+    };
+    let base = counts.get("census_base").map(arith).unwrap_or(0);
+    let names: Vec<&str> = CLASSES.iter().map(|(n, _)| *n).chain(["other"]).collect();
+    let mut csv = format!("function,arithmetic_net,{}\n", names.join(","));
+    println!(
+        "{:44} {:>8} {}",
+        "function",
+        "net",
+        names.iter().map(|n| format!("{n:>12}")).collect::<String>()
+    );
+    for (f, c) in &counts {
+        // Net of the baseline's address arithmetic for the micro kernels; the whole count for the
+        // verification kernel (static: loops count once).
+        let net = if f.starts_with("census_") {
+            arith(c).saturating_sub(base)
+        } else {
+            arith(c)
+        };
+        let cells: Vec<usize> = names
+            .iter()
+            .map(|n| c.get(n).copied().unwrap_or(0))
+            .collect();
+        println!(
+            "{f:44} {net:>8} {}",
+            cells.iter().map(|v| format!("{v:>12}")).collect::<String>()
+        );
+        csv.push_str(&format!(
+            "{f},{net},{}\n",
+            cells
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+    }
+    std::fs::write(format!("{dir}/kernel_census.csv"), csv).expect("write the CSV");
+    println!("wrote {dir}/kernel_census.csv and the cubins beside it");
+}
