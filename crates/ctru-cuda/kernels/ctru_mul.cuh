@@ -292,6 +292,27 @@ static inline void ctru_host_store(int* ptr, const ctru_frag_c& c) {
 }
 #endif
 
+// Offset of 16 × 16 tile (2·t + i, k) of a tiled digit matrix with kt tiles along k: the i-th of
+// the two row tiles (matrix: output rows; batch: instances) of warp tile t, at k step k.
+CTRU_FN int ctru_tc_tile_offset(int t, int i, int kt, int k) { return ((2 * t + i) * kt + k) << 8; }
+
+// The four fragment products of one k step into both accumulators, acc0[i][j] += x0[i]·y0[j] and
+// acc1[i][j] += x1[i]·y1[j]. One routine for both products, which differ only in which side carries
+// two digits: mod q passes (lo, hi, b, b), the matrix split in two; mod q2 passes (a, a, d0, d1),
+// the batch split in two. Inlined, so the instructions are those of the two loops it replaces.
+template <class FragA, class FragB>
+CTRU_FN void ctru_tc_mma_2x2(ctru_frag_c (&acc0)[2][2], ctru_frag_c (&acc1)[2][2],
+                             const FragA (&x0)[2], const FragA (&x1)[2], const FragB (&y0)[2],
+                             const FragB (&y1)[2]) {
+CTRU_UNROLL
+  for (int i = 0; i < 2; i++)
+CTRU_UNROLL
+    for (int j = 0; j < 2; j++) {
+      CTRU_FRAG_MMA(acc0[i][j], x0[i], y0[j]);
+      CTRU_FRAG_MMA(acc1[i][j], x1[i], y1[j]);
+    }
+}
+
 // One warp tile: output rows [32·tr, 32·tr + 32) × instances [32·tc, 32·tc + 32), both digits, then
 // recombined (acc0 + scale·acc1, the same element layout in both fragments), reduced and written as
 // out[instance·n + row]. `stage` holds 256 ints; lanes share the element loop (host: lane 0 of 1).
@@ -316,33 +337,21 @@ CTRU_UNROLL
       ctru_frag_b b[2];
 CTRU_UNROLL
       for (int i = 0; i < 2; i++) {
-        CTRU_FRAG_LOAD(lo[i], a0 + (((2 * tr + i) * kt + k) << 8));
-        CTRU_FRAG_LOAD(hi[i], a1 + (((2 * tr + i) * kt + k) << 8));
-        CTRU_FRAG_LOAD(b[i], b0 + (((2 * tc + i) * kt + k) << 8));
+        CTRU_FRAG_LOAD(lo[i], a0 + ctru_tc_tile_offset(tr, i, kt, k));
+        CTRU_FRAG_LOAD(hi[i], a1 + ctru_tc_tile_offset(tr, i, kt, k));
+        CTRU_FRAG_LOAD(b[i], b0 + ctru_tc_tile_offset(tc, i, kt, k));
       }
-CTRU_UNROLL
-      for (int i = 0; i < 2; i++)
-CTRU_UNROLL
-        for (int j = 0; j < 2; j++) {
-          CTRU_FRAG_MMA(acc0[i][j], lo[i], b[j]);
-          CTRU_FRAG_MMA(acc1[i][j], hi[i], b[j]);
-        }
+      ctru_tc_mma_2x2(acc0, acc1, lo, hi, b, b);
     } else {
       ctru_frag_a a[2];
       ctru_frag_b d0[2], d1[2];
 CTRU_UNROLL
       for (int i = 0; i < 2; i++) {
-        CTRU_FRAG_LOAD(a[i], a0 + (((2 * tr + i) * kt + k) << 8));
-        CTRU_FRAG_LOAD(d0[i], b0 + (((2 * tc + i) * kt + k) << 8));
-        CTRU_FRAG_LOAD(d1[i], b1 + (((2 * tc + i) * kt + k) << 8));
+        CTRU_FRAG_LOAD(a[i], a0 + ctru_tc_tile_offset(tr, i, kt, k));
+        CTRU_FRAG_LOAD(d0[i], b0 + ctru_tc_tile_offset(tc, i, kt, k));
+        CTRU_FRAG_LOAD(d1[i], b1 + ctru_tc_tile_offset(tc, i, kt, k));
       }
-CTRU_UNROLL
-      for (int i = 0; i < 2; i++)
-CTRU_UNROLL
-        for (int j = 0; j < 2; j++) {
-          CTRU_FRAG_MMA(acc0[i][j], a[i], d0[j]);
-          CTRU_FRAG_MMA(acc1[i][j], a[i], d1[j]);
-        }
+      ctru_tc_mma_2x2(acc0, acc1, a, a, d0, d1);
     }
   }
   const int scale = PROD == CTRU_MOD_Q ? 128 : 256;

@@ -20,6 +20,7 @@
 //! Hand-written because the figures are this project's own (the seed's Fig. 6 re-run on our GPU);
 //! criterion measures single functions on the CPU and knows nothing of CUDA events or batch sweeps.
 
+use crate::kernel::Resources;
 use crate::{
     small_limit, Error, GpuKem, GpuPolyMul, KemTiming, Method, Product, Timing, MAX_BATCH,
 };
@@ -252,20 +253,50 @@ pub struct KernelResources {
     pub spill_loads: u32,
 }
 
-/// What [`run_gpu`] found.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct GpuReport {
+impl From<&Resources> for KernelResources {
+    fn from(r: &Resources) -> Self {
+        KernelResources {
+            kernel: r.kernel.clone(),
+            registers: r.registers,
+            stack_bytes: r.stack_bytes,
+            spill_stores: r.spill_stores,
+            spill_loads: r.spill_loads,
+        }
+    }
+}
+
+/// What a GPU run found: [`GpuReport`] for the product sweep ([`run_gpu`]), [`GpuKemReport`] for
+/// the KEM ([`run_gpu_kem`]). One type, since both runs report the same way: checks first, every
+/// failure named, then the timed rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report<C, R> {
     /// e.g. `sm_90`.
     pub arch: String,
-    /// Per kernel, from the first module opened.
+    /// Per kernel, from the first module opened (the KEM run: its `ctru_kem_*` kernels only).
     pub resources: Vec<KernelResources>,
-    /// Every per-instance check (the cross-checks at [`CROSS_CHECK_BATCH`] report only failures).
-    pub checks: Vec<Check>,
-    /// Every failure, named by set, method, product and case; empty when all is well.
+    /// Every check (the product sweep's cross-checks at [`CROSS_CHECK_BATCH`] report only
+    /// failures).
+    pub checks: Vec<C>,
+    /// Every failure, named by set, method or operation, and case; empty when all is well.
     pub failures: Vec<String>,
-    /// The timed points (none when a check failed and the plan does not time after a mismatch).
-    pub rows: Vec<Row>,
+    /// The timed points (none when a check failed and the run does not time after a mismatch).
+    pub rows: Vec<R>,
 }
+
+impl<C, R> Default for Report<C, R> {
+    fn default() -> Self {
+        Report {
+            arch: String::new(),
+            resources: Vec::new(),
+            checks: Vec::new(),
+            failures: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+}
+
+/// What [`run_gpu`] found.
+pub type GpuReport = Report<Check, Row>;
 
 /// The schoolbook product the GPU results must equal.
 pub fn reference(set: ParamSet, product: Product, shared: &[i32], b: &[i32]) -> Vec<i32> {
@@ -751,7 +782,7 @@ fn time_product(
 /// or the plan says so) times the sweep. `progress` hears a line per stage.
 ///
 /// Errors: [`Error::Unavailable`] without a usable GPU; other errors when a device cannot be opened
-/// or the CPU reference fails. Mismatches are not errors: they are in [`GpuReport::failures`].
+/// or the CPU reference fails. Mismatches are not errors: they are in [`Report::failures`].
 pub fn run_gpu(
     plan: &Plan,
     rng: &mut impl Rng,
@@ -769,13 +800,7 @@ pub fn run_gpu(
             report.resources = gpus[0]
                 .resources()
                 .iter()
-                .map(|r| KernelResources {
-                    kernel: r.kernel.clone(),
-                    registers: r.registers,
-                    stack_bytes: r.stack_bytes,
-                    spill_stores: r.spill_stores,
-                    spill_loads: r.spill_loads,
-                })
+                .map(KernelResources::from)
                 .collect();
         }
         opened.push((set, gpus));
@@ -967,14 +992,7 @@ impl GpuKemRow {
 }
 
 /// What [`run_gpu_kem`] found.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct GpuKemReport {
-    pub arch: String,
-    pub resources: Vec<KernelResources>,
-    pub checks: Vec<KemCheck>,
-    pub failures: Vec<String>,
-    pub rows: Vec<GpuKemRow>,
-}
+pub type GpuKemReport = Report<KemCheck, GpuKemRow>;
 
 /// For every set: a random key pair, [`check_gpu_kem`] on [`KEM_CHECK_ITEMS`] items, then (when the
 /// checks passed, or `time_after_mismatch`) batch encaps and decaps timed over `sizes` with `reps`
@@ -998,13 +1016,7 @@ pub fn run_gpu_kem(
                 .resources()
                 .iter()
                 .filter(|r| r.kernel.starts_with("ctru_kem"))
-                .map(|r| KernelResources {
-                    kernel: r.kernel.clone(),
-                    registers: r.registers,
-                    stack_bytes: r.stack_bytes,
-                    spill_stores: r.spill_stores,
-                    spill_loads: r.spill_loads,
-                })
+                .map(KernelResources::from)
                 .collect();
         }
         progress(&format!("checking the GPU KEM for {set}"));

@@ -2,43 +2,14 @@
 //! kernel, device copies of the NTT tables. Kernels are launched in stream order; copies are the
 //! synchronous cudarc ones.
 
-use crate::kernel::{self, Resources};
+use crate::device::{device_err, pad32, Device, Stopwatch, TensorCore};
+use crate::kernel::Resources;
 use crate::{prepare, rows, Error, Method, NttDeviceTables, Prepared, Product};
 use chainsig_ctru::ParamSet;
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use std::sync::Arc;
-
-pub(crate) fn device_err(what: &'static str, e: impl std::fmt::Debug) -> Error {
-    Error::Device {
-        what,
-        detail: format!("{e:?}"),
-    }
-}
-
-/// A CUDA event for timing (the product and KEM benchmarks share these three calls).
-pub(crate) fn new_event(ctx: &Arc<CudaContext>) -> Result<cudarc::driver::CudaEvent, Error> {
-    ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-        .map_err(|e| device_err("cuEventCreate", e))
-}
-
-/// Records `event` on `stream`.
-pub(crate) fn record(event: &cudarc::driver::CudaEvent, stream: &CudaStream) -> Result<(), Error> {
-    event
-        .record(stream)
-        .map_err(|e| device_err("cuEventRecord", e))
-}
-
-/// Milliseconds from `a` to `b`.
-pub(crate) fn elapsed_ms(
-    a: &cudarc::driver::CudaEvent,
-    b: &cudarc::driver::CudaEvent,
-) -> Result<f64, Error> {
-    a.elapsed_ms(b)
-        .map(f64::from)
-        .map_err(|e| device_err("cuEventElapsedTime", e))
-}
 
 /// Median times of one batch size, in milliseconds, from CUDA events.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,9 +43,7 @@ pub struct GpuPolyMul {
 struct Funcs {
     school: [CudaFunction; 2],
     ntt: [CudaFunction; 2],
-    tc_matrix: CudaFunction,
-    tc_batch: CudaFunction,
-    tc_gemm: [CudaFunction; 2],
+    tc: TensorCore,
 }
 
 /// Device buffers of one call.
@@ -88,11 +57,6 @@ struct Buffers {
 }
 
 const THREADS: u32 = 256;
-const TC_WARPS: u32 = 4;
-
-fn pad32(x: usize) -> usize {
-    x.div_ceil(32) * 32
-}
 
 impl GpuPolyMul {
     /// Opens device 0, compiles (or loads from the cache) the kernels and uploads the tables.
@@ -104,43 +68,18 @@ impl GpuPolyMul {
 
     /// As [`Self::new`] on device `ordinal`.
     pub fn on_device(set: ParamSet, method: Method, ordinal: usize) -> Result<Self, Error> {
-        if !chainsig_cuda::backend::driver_available() {
-            return Err(Error::Unavailable(
-                "no CUDA driver (libcuda.so) found on this machine".into(),
-            ));
-        }
-        let ctx = CudaContext::new(ordinal)
-            .map_err(|e| Error::Unavailable(format!("cannot open CUDA device {ordinal}: {e:?}")))?;
-        let (major, minor) = ctx
-            .compute_capability()
-            .map_err(|e| device_err("compute capability", e))?;
-        if method == Method::TensorCore && (major, minor) < (7, 2) {
-            return Err(Error::Unavailable(format!(
-                "sm_{major}{minor} has no int8 Tensor Cores (sm_72 or later needed)"
-            )));
-        }
-        let arch = format!("sm_{major}{minor}");
-        let compiled = kernel::compile(&arch).map_err(Error::Unavailable)?;
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
-            .map_err(|e| device_err("cuModuleLoadData", e))?;
-        let f = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(|e| device_err("cuModuleGetFunction", e))
-        };
+        let device = Device::open(ordinal, method == Method::TensorCore)?;
+        let f = |name: &str| device.function(name);
         let leaf = set.params().ntt.leaf_len();
+        let stream = device.ctx.default_stream();
         let funcs = Funcs {
             school: [f("ctru_school_q")?, f("ctru_school_q2")?],
             ntt: [
                 f(&format!("ctru_ntt_q_b{leaf}"))?,
                 f(&format!("ctru_ntt_q2_b{leaf}"))?,
             ],
-            tc_matrix: f("ctru_tc_matrix")?,
-            tc_batch: f("ctru_tc_batch")?,
-            tc_gemm: [f("ctru_tc_gemm_q")?, f("ctru_tc_gemm_q2")?],
+            tc: TensorCore::new(&device, set.params(), stream.clone())?,
         };
-        let stream = ctx.default_stream();
         let ntt = if method == Method::Ntt {
             let t = NttDeviceTables::new(set)?;
             let dev = stream
@@ -153,13 +92,13 @@ impl GpuPolyMul {
         Ok(GpuPolyMul {
             set,
             method,
-            ctx,
+            ctx: device.ctx,
             stream,
-            _module: module,
+            _module: device.module,
             funcs,
             ntt,
-            resources: kernel::parse_resources(&compiled.log),
-            arch,
+            resources: device.resources,
+            arch: device.arch,
         })
     }
 
@@ -214,43 +153,24 @@ impl GpuPolyMul {
     ) -> Result<Timing, Error> {
         let prep = prepare(self.set, product, shared, batch)?;
         let mut buf = self.alloc(&prep)?;
-        let (start, end) = (new_event(&self.ctx)?, new_event(&self.ctx)?);
-        let rec = |e: &cudarc::driver::CudaEvent| record(e, &self.stream);
-        let elapsed = elapsed_ms;
-        rec(&start)?;
-        self.setup(product, &prep, &mut buf)?;
-        rec(&end)?;
-        let setup_ms = elapsed(&start, &end)?;
+        let watch = Stopwatch::new(&self.ctx, &self.stream)?;
+        let setup_ms = watch.time(|| self.setup(product, &prep, &mut buf))?;
         self.upload(&prep, &mut buf)?;
         let reps = reps.max(1);
-        let mut kernel = Vec::with_capacity(reps);
-        for i in 0..=reps {
-            rec(&start)?;
-            self.run_kernels(product, prep.count, &mut buf)?;
-            rec(&end)?;
-            let t = elapsed(&start, &end)?;
-            if i > 0 {
-                kernel.push(t);
-            }
-        }
+        // One warm-up run before each series.
+        let kernel_ms =
+            watch.median(1, reps, || self.run_kernels(product, prep.count, &mut buf))?;
         let mut host_out = vec![0i16; prep.batch.len()];
-        let mut e2e = Vec::with_capacity(reps);
-        for i in 0..=reps {
-            rec(&start)?;
+        let end_to_end_ms = watch.median(1, reps, || {
             self.upload(&prep, &mut buf)?;
             self.run_kernels(product, prep.count, &mut buf)?;
             self.stream
                 .memcpy_dtoh(&buf.out, &mut host_out)
-                .map_err(|e| device_err("copy results", e))?;
-            rec(&end)?;
-            let t = elapsed(&start, &end)?;
-            if i > 0 {
-                e2e.push(t);
-            }
-        }
+                .map_err(|e| device_err("copy results", e))
+        })?;
         Ok(Timing {
-            kernel_ms: median(&mut kernel),
-            end_to_end_ms: median(&mut e2e),
+            kernel_ms,
+            end_to_end_ms,
             setup_ms,
             runs: reps,
         })
@@ -293,7 +213,6 @@ impl GpuPolyMul {
 
     /// Per-shared-operand work: upload it; NTT: its transform; Tensor Cores: its digit matrices.
     fn setup(&self, product: Product, prep: &Prepared, buf: &mut Buffers) -> Result<(), Error> {
-        let p = self.set.params();
         self.stream
             .memcpy_htod(&prep.shared, &mut buf.shared)
             .map_err(|e| device_err("copy shared operand", e))?;
@@ -304,24 +223,7 @@ impl GpuPolyMul {
                 .map_err(|e| device_err("copy shared transform", e))?;
         }
         if let Some([a0, a1, _, _]) = buf.tc.as_mut() {
-            let np = pad32(p.n);
-            let entries = (np * np) as u32;
-            let cfg = LaunchConfig {
-                grid_dim: (entries.div_ceil(THREADS), 1, 1),
-                block_dim: (THREADS, 1, 1),
-                shared_mem_bytes: 4 * p.n as u32,
-            };
-            let (prod, n, npi, q) = (product.code(), p.n as i32, np as i32, p.q);
-            let mut b = self.stream.launch_builder(&self.funcs.tc_matrix);
-            b.arg(&prod)
-                .arg(&buf.shared)
-                .arg(&n)
-                .arg(&npi)
-                .arg(&q)
-                .arg(&mut *a0)
-                .arg(&mut *a1);
-            // SAFETY: argument types and buffer sizes match ctru_tc_matrix.
-            unsafe { b.launch(cfg) }.map_err(|e| device_err("launch ctru_tc_matrix", e))?;
+            self.funcs.tc.matrix(product.code(), &buf.shared, a0, a1)?;
         }
         Ok(())
     }
@@ -382,51 +284,16 @@ impl GpuPolyMul {
                     .tc
                     .as_mut()
                     .ok_or_else(|| Error::Unavailable("Tensor Core buffers missing".into()))?;
-                let (np, bp) = (pad32(p.n), pad32(count));
-                let prod = product.code();
-                let (npi, bpi, cnt) = (np as i32, bp as i32, count as i32);
-                let cfg = LaunchConfig {
-                    grid_dim: (((np * bp) as u32).div_ceil(THREADS), 1, 1),
-                    block_dim: (THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let mut b = self.stream.launch_builder(&self.funcs.tc_batch);
-                b.arg(&prod)
-                    .arg(&buf.batch)
-                    .arg(&n)
-                    .arg(&cnt)
-                    .arg(&npi)
-                    .arg(&bpi)
-                    .arg(&mut *b0)
-                    .arg(&mut *b1);
-                // SAFETY: argument types and buffer sizes match ctru_tc_batch.
-                unsafe { b.launch(cfg) }.map_err(|e| device_err("launch ctru_tc_batch", e))?;
-                let warps = ((np / 32) * (bp / 32)) as u32;
-                let cfg = LaunchConfig {
-                    grid_dim: (warps.div_ceil(TC_WARPS), 1, 1),
-                    block_dim: (32 * TC_WARPS, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let mut b = self.stream.launch_builder(&self.funcs.tc_gemm[which]);
-                b.arg(&*a0)
-                    .arg(&*a1)
-                    .arg(&*b0)
-                    .arg(&*b1)
-                    .arg(&mut buf.out)
-                    .arg(&n)
-                    .arg(&npi)
-                    .arg(&cnt)
-                    .arg(&bpi)
-                    .arg(&m);
-                // SAFETY: argument types and buffer sizes match ctru_tc_gemm_*.
-                unsafe { b.launch(cfg) }.map_err(|e| device_err("launch ctru_tc_gemm", e))?;
+                self.funcs.tc.product(
+                    product.code(),
+                    &buf.batch,
+                    count,
+                    [&*a0, &*a1],
+                    [b0, b1],
+                    &mut buf.out,
+                )?;
             }
         }
         Ok(())
     }
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }

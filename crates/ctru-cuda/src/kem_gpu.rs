@@ -2,38 +2,23 @@
 //! outputs through pinned host memory (`cudarc`'s `alloc_pinned_with_flags`, plain page-locked, not
 //! write-combined since results are read back on the host).
 
+use crate::device::{device_err, flat, pad32, Device, Stopwatch, TensorCore, FLAT_THREADS};
 use crate::kem::{
     check_count, ct_bytes_of, encaps_results, flatten_cts, shared_secret, KemParamsC, KemTiming,
     KeyMaterial,
 };
-use crate::kernel::{self, Resources};
+use crate::kernel::Resources;
 use crate::Error;
 use chainsig_ctru::params::{SEED_BYTES, SS_BYTES};
 use chainsig_ctru::zeroize::Zeroizing;
 use chainsig_ctru::{Ciphertext, ParamSet, PublicKey, SecretKey, SharedSecret};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice,
-    PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, PinnedHostSlice, PushKernelArg,
 };
 use std::sync::Arc;
 
-use crate::gpu::{device_err, elapsed_ms, new_event, record};
-
-fn pad32(x: usize) -> usize {
-    x.div_ceil(32) * 32
-}
-
-const FLAT_THREADS: u32 = 256;
+/// Threads per block of the one-thread-per-item kernels (hashing, sampling seeds, the final check).
 const ITEM_THREADS: u32 = 128;
-const TC_WARPS: u32 = 4;
-
-fn flat(total: usize, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: ((total as u32).div_ceil(threads).max(1), 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
 
 struct Funcs {
     unpack_ct: CudaFunction,
@@ -43,10 +28,7 @@ struct Funcs {
     sample: CudaFunction,
     pack: CudaFunction,
     finish: CudaFunction,
-    tc_matrix: CudaFunction,
-    tc_batch: CudaFunction,
-    tc_gemm_q: CudaFunction,
-    tc_gemm_q2: CudaFunction,
+    tc: TensorCore,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,31 +140,9 @@ impl GpuKem {
         ordinal: usize,
     ) -> Result<Self, Error> {
         let key = KeyMaterial::new(set, pk, sk)?;
-        if !chainsig_cuda::backend::driver_available() {
-            return Err(Error::Unavailable(
-                "no CUDA driver (libcuda.so) found on this machine".into(),
-            ));
-        }
-        let ctx = CudaContext::new(ordinal)
-            .map_err(|e| Error::Unavailable(format!("cannot open CUDA device {ordinal}: {e:?}")))?;
-        let (major, minor) = ctx
-            .compute_capability()
-            .map_err(|e| device_err("compute capability", e))?;
-        if (major, minor) < (7, 2) {
-            return Err(Error::Unavailable(format!(
-                "sm_{major}{minor} has no int8 Tensor Cores (sm_72 or later needed)"
-            )));
-        }
-        let arch = format!("sm_{major}{minor}");
-        let compiled = kernel::compile(&arch).map_err(Error::Unavailable)?;
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
-            .map_err(|e| device_err("cuModuleLoadData", e))?;
-        let f = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(|e| device_err("cuModuleGetFunction", e))
-        };
+        let device = Device::open(ordinal, true)?;
+        let f = |name: &str| device.function(name);
+        let stream = device.ctx.default_stream();
         let funcs = Funcs {
             unpack_ct: f("ctru_kem_unpack_ct")?,
             decode: f("ctru_kem_decode")?,
@@ -191,12 +151,8 @@ impl GpuKem {
             sample: f("ctru_kem_sample")?,
             pack: f("ctru_kem_pack")?,
             finish: f("ctru_kem_finish")?,
-            tc_matrix: f("ctru_tc_matrix")?,
-            tc_batch: f("ctru_tc_batch")?,
-            tc_gemm_q: f("ctru_tc_gemm_q")?,
-            tc_gemm_q2: f("ctru_tc_gemm_q2")?,
+            tc: TensorCore::new(&device, set.params(), stream.clone())?,
         };
-        let stream = ctx.default_stream();
         let p = set.params();
         let np = pad32(p.n);
         let alloc8 = |len: usize| {
@@ -213,23 +169,7 @@ impl GpuKem {
             let mut dev = stream
                 .clone_htod(shared)
                 .map_err(|e| device_err("copy shared operand", e))?;
-            let entries = np * np;
-            let cfg = LaunchConfig {
-                grid_dim: ((entries as u32).div_ceil(FLAT_THREADS), 1, 1),
-                block_dim: (FLAT_THREADS, 1, 1),
-                shared_mem_bytes: 4 * p.n as u32,
-            };
-            let (n, npi, q) = (p.n as i32, np as i32, p.q);
-            let mut b = stream.launch_builder(&funcs.tc_matrix);
-            b.arg(&prod)
-                .arg(&dev)
-                .arg(&n)
-                .arg(&npi)
-                .arg(&q)
-                .arg(&mut *a0)
-                .arg(&mut *a1);
-            // SAFETY: argument types and buffer sizes match ctru_tc_matrix.
-            unsafe { b.launch(cfg) }.map_err(|e| device_err("launch ctru_tc_matrix", e))?;
+            funcs.tc.matrix(prod, &dev, a0, a1)?;
             // f is secret: its upload is overwritten once the matrix is built.
             stream
                 .memset_zeros(&mut dev)
@@ -258,9 +198,9 @@ impl GpuKem {
             set,
             params: KemParamsC::new(set),
             key,
-            ctx,
+            ctx: device.ctx,
             stream,
-            _module: module,
+            _module: device.module,
             funcs,
             h_a0,
             h_a1,
@@ -268,8 +208,8 @@ impl GpuKem {
             pz,
             prefix,
             work: None,
-            arch,
-            resources: kernel::parse_resources(&compiled.log),
+            arch: device.arch,
+            resources: device.resources,
         })
     }
 
@@ -338,50 +278,23 @@ impl GpuKem {
 
     /// The product of a shared digit matrix with w.poly into w.prod (prod 0: mod q, 1: mod q2).
     fn product(&self, prod: i32, w: &mut Work) -> Result<(), Error> {
-        let p = self.set.params();
-        let (np, bp) = (pad32(p.n), pad32(w.count));
-        let (n, npi, bpi, cnt) = (p.n as i32, np as i32, bp as i32, w.count as i32);
-        let mut b = self.stream.launch_builder(&self.funcs.tc_batch);
-        b.arg(&prod)
-            .arg(&w.poly)
-            .arg(&n)
-            .arg(&cnt)
-            .arg(&npi)
-            .arg(&bpi)
-            .arg(&mut w.b0)
-            .arg(&mut w.b1);
-        // SAFETY: argument types and buffer sizes match ctru_tc_batch.
-        unsafe { b.launch(flat(np * bp, FLAT_THREADS)) }
-            .map_err(|e| device_err("launch ctru_tc_batch", e))?;
-        let (a0, a1, func, m) = if prod == 0 {
-            (&self.h_a0, &self.h_a1, &self.funcs.tc_gemm_q, p.q)
+        let matrix = if prod == 0 {
+            [&self.h_a0, &self.h_a1]
         } else {
             let f = self.f_a0.as_ref().ok_or(Error::Key {
                 field: "sk",
                 reason: "decapsulation needs the secret key".into(),
             })?;
-            (f, f, &self.funcs.tc_gemm_q2, p.q2)
+            [f, f]
         };
-        let warps = ((np / 32) * (bp / 32)) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (warps.div_ceil(TC_WARPS), 1, 1),
-            block_dim: (32 * TC_WARPS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = self.stream.launch_builder(func);
-        b.arg(a0)
-            .arg(a1)
-            .arg(&w.b0)
-            .arg(&w.b1)
-            .arg(&mut w.prod)
-            .arg(&n)
-            .arg(&npi)
-            .arg(&cnt)
-            .arg(&bpi)
-            .arg(&m);
-        // SAFETY: argument types and buffer sizes match ctru_tc_gemm_*.
-        unsafe { b.launch(cfg) }.map_err(|e| device_err("launch ctru_tc_gemm", e))?;
-        Ok(())
+        self.funcs.tc.product(
+            prod,
+            &w.poly,
+            w.count,
+            matrix,
+            [&mut w.b0, &mut w.b1],
+            &mut w.prod,
+        )
     }
 
     /// msg → K (w.key) and the re-encryption or ciphertext (w.ct2).
@@ -599,37 +512,19 @@ impl GpuKem {
     }
 
     fn time_work(&self, w: &mut Work, reps: usize) -> Result<KemTiming, Error> {
-        let (start, end) = (new_event(&self.ctx)?, new_event(&self.ctx)?);
-        let rec = |e: &cudarc::driver::CudaEvent| record(e, &self.stream);
-        let elapsed = elapsed_ms;
+        let watch = Stopwatch::new(&self.ctx, &self.stream)?;
         let reps = reps.max(1);
         let warm = reps / 4 + 2;
         self.upload(w)?;
-        let mut kernel = Vec::with_capacity(reps);
-        for i in 0..warm + reps {
-            rec(&start)?;
-            self.pipeline(w)?;
-            rec(&end)?;
-            let t = elapsed(&start, &end)?;
-            if i >= warm {
-                kernel.push(t);
-            }
-        }
-        let mut e2e = Vec::with_capacity(reps);
-        for i in 0..warm + reps {
-            rec(&start)?;
+        let kernel_ms = watch.median(warm, reps, || self.pipeline(w))?;
+        let end_to_end_ms = watch.median(warm, reps, || {
             self.upload(w)?;
             self.pipeline(w)?;
-            self.download(w)?;
-            rec(&end)?;
-            let t = elapsed(&start, &end)?;
-            if i >= warm {
-                e2e.push(t);
-            }
-        }
+            self.download(w)
+        })?;
         Ok(KemTiming {
-            kernel_ms: crate::bench::median(&mut kernel),
-            end_to_end_ms: crate::bench::median(&mut e2e),
+            kernel_ms,
+            end_to_end_ms,
             runs: reps,
         })
     }

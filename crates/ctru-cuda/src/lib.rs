@@ -32,6 +32,7 @@
 //! [`Error::Unavailable`].
 
 pub mod bench;
+mod device;
 pub mod gpu;
 pub mod host;
 pub mod kem;

@@ -3,13 +3,17 @@
 //! mod q2, for every method. Runs in CI without a GPU.
 
 use chainsig_ctru::ParamSet;
-use chainsig_ctru_cuda::bench::reference;
+use chainsig_ctru_cuda::bench::{random_operands, reference};
 use chainsig_ctru_cuda::{host, small_limit, Method, Product};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 /// A batch in the KEM's ranges: small operands in [−η, η] or the unpacked-key range, the large one in
-/// [0, q) or [0, q2); then wider ones up to the limits, and large operands outside [0, q).
+/// [0, q) or [0, q2); then wider ones up to the limits, and large operands outside [0, q2).
+///
+/// Mod q is exactly the benchmark's [`random_operands`]. Mod q2 is that too, except that every
+/// other instance is drawn from (−100000, 100000) instead of [0, q2): the kernels must reduce any
+/// integer, which the KEM's own ranges never show them.
 fn random_case(
     set: ParamSet,
     product: Product,
@@ -18,20 +22,10 @@ fn random_case(
 ) -> (Vec<i32>, Vec<Vec<i32>>) {
     let p = set.params();
     let n = p.n;
-    let limit = small_limit(set, product);
-    let (f_lo, f_hi) = p.unpacked_f_range();
     match product {
-        Product::ModQ => {
-            let h: Vec<i32> = (0..n).map(|_| rng.gen_range(0..p.q)).collect();
-            let batch = (0..count)
-                .map(|i| {
-                    let e = if i % 2 == 0 { p.eta } else { limit };
-                    (0..n).map(|_| rng.gen_range(-e..=e)).collect()
-                })
-                .collect();
-            (h, batch)
-        }
+        Product::ModQ => random_operands(set, product, rng, count),
         Product::ModQ2 => {
+            let (f_lo, f_hi) = p.unpacked_f_range();
             let f: Vec<i32> = (0..n).map(|_| rng.gen_range(f_lo..=f_hi)).collect();
             let batch = (0..count)
                 .map(|i| {

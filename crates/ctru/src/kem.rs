@@ -24,6 +24,44 @@ fn check_len(field: &'static str, bytes: &[u8], expected: usize) -> Result<(), E
     }
 }
 
+/// The methods every encoded KEM object shares: `from_bytes` (the length must be `$len` of the
+/// set's parameters, else [`Error::WrongLength`] naming `$field`), `as_bytes` and `param_set`. One
+/// macro for the public key, the secret key and the ciphertext, which differ only in field name,
+/// length and documentation.
+macro_rules! encoded_bytes {
+    ($ty:ident, $field:literal, $len:expr, $(#[$from_doc:meta])*) => {
+        impl $ty {
+            $(#[$from_doc])*
+            pub fn from_bytes(set: ParamSet, bytes: &[u8]) -> Result<Self, Error> {
+                let len: fn(&Params) -> usize = $len;
+                check_len($field, bytes, len(set.params()))?;
+                Ok($ty {
+                    set,
+                    bytes: bytes.to_vec(),
+                })
+            }
+            /// The encoding (secret for the secret key).
+            pub fn as_bytes(&self) -> &[u8] {
+                &self.bytes
+            }
+            /// Its parameter set.
+            pub fn param_set(&self) -> ParamSet {
+                self.set
+            }
+        }
+    };
+}
+
+/// `Debug` of a public encoding: the type, the set and the first 8 bytes in hex.
+fn debug_public(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    set: ParamSet,
+    bytes: &[u8],
+) -> std::fmt::Result {
+    write!(f, "{name}({set}, {}…)", hex::encode(&bytes[..8]))
+}
+
 /// A public key: the radix encoding of h = g/f.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PublicKey {
@@ -31,33 +69,16 @@ pub struct PublicKey {
     bytes: Vec<u8>,
 }
 
-impl PublicKey {
+encoded_bytes!(
+    PublicKey,
+    "pk",
+    |p| p.pk_bytes,
     /// Wrap pk bytes; the length must match the set. Any string of that length is a valid key.
-    pub fn from_bytes(set: ParamSet, bytes: &[u8]) -> Result<Self, Error> {
-        check_len("pk", bytes, set.params().pk_bytes)?;
-        Ok(PublicKey {
-            set,
-            bytes: bytes.to_vec(),
-        })
-    }
-    /// The encoded key.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-    /// Its parameter set.
-    pub fn param_set(&self) -> ParamSet {
-        self.set
-    }
-}
+);
 
 impl std::fmt::Debug for PublicKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "PublicKey({}, {}…)",
-            self.set,
-            hex::encode(&self.bytes[..8])
-        )
+        debug_public(f, "PublicKey", self.set, &self.bytes)
     }
 }
 
@@ -69,24 +90,15 @@ pub struct SecretKey {
     bytes: Vec<u8>,
 }
 
-impl SecretKey {
+encoded_bytes!(
+    SecretKey,
+    "sk",
+    Params::sk_bytes,
     /// Wrap sk bytes; the length must match the set. The contents are not validated (as in the
     /// reference): a malformed key decapsulates to some key, never to a panic.
-    pub fn from_bytes(set: ParamSet, bytes: &[u8]) -> Result<Self, Error> {
-        check_len("sk", bytes, set.params().sk_bytes())?;
-        Ok(SecretKey {
-            set,
-            bytes: bytes.to_vec(),
-        })
-    }
-    /// The encoded key (secret).
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-    /// Its parameter set.
-    pub fn param_set(&self) -> ParamSet {
-        self.set
-    }
+);
+
+impl SecretKey {
     /// The public key embedded in it.
     pub fn public_key(&self) -> PublicKey {
         let p = self.set.params();
@@ -111,33 +123,16 @@ pub struct Ciphertext {
     bytes: Vec<u8>,
 }
 
-impl Ciphertext {
+encoded_bytes!(
+    Ciphertext,
+    "ct",
+    Params::ct_bytes,
     /// Wrap ciphertext bytes; the length must match the set.
-    pub fn from_bytes(set: ParamSet, bytes: &[u8]) -> Result<Self, Error> {
-        check_len("ct", bytes, set.params().ct_bytes())?;
-        Ok(Ciphertext {
-            set,
-            bytes: bytes.to_vec(),
-        })
-    }
-    /// The encoded ciphertext.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-    /// Its parameter set.
-    pub fn param_set(&self) -> ParamSet {
-        self.set
-    }
-}
+);
 
 impl std::fmt::Debug for Ciphertext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Ciphertext({}, {}…)",
-            self.set,
-            hex::encode(&self.bytes[..8])
-        )
+        debug_public(f, "Ciphertext", self.set, &self.bytes)
     }
 }
 

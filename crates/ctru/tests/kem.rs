@@ -225,3 +225,23 @@ fn secrets_stay_out_of_debug_output() {
     let ss_hex = hex::encode(&ss.as_bytes()[..8]);
     assert!(!sk_text.contains(&sk_hex) && !ss_text.contains(&ss_hex));
 }
+
+#[test]
+fn public_encodings_debug_as_set_and_first_bytes() {
+    let (pk, _) = keygen(ParamSet::Ctru761, &mut OsRandom);
+    let (ct, _) = encaps(&pk, &mut OsRandom);
+    assert_eq!(
+        format!("{pk:?}"),
+        format!(
+            "PublicKey(CTRU-Prime-761, {}…)",
+            hex::encode(&pk.as_bytes()[..8])
+        )
+    );
+    assert_eq!(
+        format!("{ct:?}"),
+        format!(
+            "Ciphertext(CTRU-Prime-761, {}…)",
+            hex::encode(&ct.as_bytes()[..8])
+        )
+    );
+}

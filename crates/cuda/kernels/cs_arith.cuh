@@ -198,6 +198,24 @@ CS_FN void fe_reduce_wide(fe& r, const u32 t[16]) {
 // the pair into one 64-bit IMAD.WIDE on a register pair. Products landing at even word offsets go
 // to `ev` (ev[k] is word k), those at odd offsets to `od` (od[k] is word k + 1); the two are added
 // once at the end. Every chain's top word has only received carries before, so it cannot overflow.
+//
+// chain1 … chain4_top all run one chain: q0 (= a) times q1, q2, … (the b words), the low word of
+// q0·qj into acc word 2(j−1) and its high word into 2j−1, each step carrying into the next.
+// CS_EO_PAIRS_J spells the first J steps once; the routines differ only in how many steps they take
+// and how the chain ends. After preprocessing the asm strings are exactly those the routines spelled
+// out before, so the PTX and the CUBIN are unchanged.
+#define CS_EO_PAIRS_1                   \
+  "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"  \
+  "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
+#define CS_EO_PAIRS_2                   \
+  CS_EO_PAIRS_1                         \
+  "madc.lo.cc.u32 %2, q0, q2, %2;\n\t" \
+  "madc.hi.cc.u32 %3, q0, q2, %3;\n\t"
+#define CS_EO_PAIRS_3                   \
+  CS_EO_PAIRS_2                         \
+  "madc.lo.cc.u32 %4, q0, q3, %4;\n\t" \
+  "madc.hi.cc.u32 %5, q0, q3, %5;\n\t"
+
 // acc[0..8] += a * (b0 + b1 2^64 + b2 2^128 + b3 2^192), low/high words interleaved.
 CS_FN void chain4(u32* acc, u32 a, u32 b0, u32 b1, u32 b2, u32 b3) {
   asm("{\n\t"
@@ -207,12 +225,7 @@ CS_FN void chain4(u32* acc, u32 a, u32 b0, u32 b1, u32 b2, u32 b3) {
       "mov.u32 q2, %11;\n\t"
       "mov.u32 q3, %12;\n\t"
       "mov.u32 q4, %13;\n\t"
-      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
-      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
-      "madc.lo.cc.u32 %2, q0, q2, %2;\n\t"
-      "madc.hi.cc.u32 %3, q0, q2, %3;\n\t"
-      "madc.lo.cc.u32 %4, q0, q3, %4;\n\t"
-      "madc.hi.cc.u32 %5, q0, q3, %5;\n\t"
+      CS_EO_PAIRS_3
       "madc.lo.cc.u32 %6, q0, q4, %6;\n\t"
       "madc.hi.cc.u32 %7, q0, q4, %7;\n\t"
       "addc.u32 %8, %8, 0;\n\t"
@@ -231,12 +244,7 @@ CS_FN void chain4_top(u32* acc, u32 a, u32 b0, u32 b1, u32 b2, u32 b3) {
       "mov.u32 q2, %10;\n\t"
       "mov.u32 q3, %11;\n\t"
       "mov.u32 q4, %12;\n\t"
-      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
-      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
-      "madc.lo.cc.u32 %2, q0, q2, %2;\n\t"
-      "madc.hi.cc.u32 %3, q0, q2, %3;\n\t"
-      "madc.lo.cc.u32 %4, q0, q3, %4;\n\t"
-      "madc.hi.cc.u32 %5, q0, q3, %5;\n\t"
+      CS_EO_PAIRS_3
       "madc.lo.cc.u32 %6, q0, q4, %6;\n\t"
       "madc.hi.u32 %7, q0, q4, %7;\n\t"
       "}"
@@ -251,8 +259,7 @@ CS_FN void chain1(u32* acc, u32 a, u32 b0) {
       ".reg .u32 q<2>;\n\t"
       "mov.u32 q0, %3;\n\t"
       "mov.u32 q1, %4;\n\t"
-      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
-      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
+      CS_EO_PAIRS_1
       "addc.u32 %2, %2, 0;\n\t"
       "}"
       : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2])
@@ -264,10 +271,7 @@ CS_FN void chain2(u32* acc, u32 a, u32 b0, u32 b1) {
       "mov.u32 q0, %5;\n\t"
       "mov.u32 q1, %6;\n\t"
       "mov.u32 q2, %7;\n\t"
-      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
-      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
-      "madc.lo.cc.u32 %2, q0, q2, %2;\n\t"
-      "madc.hi.cc.u32 %3, q0, q2, %3;\n\t"
+      CS_EO_PAIRS_2
       "addc.u32 %4, %4, 0;\n\t"
       "}"
       : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4])
@@ -280,18 +284,16 @@ CS_FN void chain3(u32* acc, u32 a, u32 b0, u32 b1, u32 b2) {
       "mov.u32 q1, %8;\n\t"
       "mov.u32 q2, %9;\n\t"
       "mov.u32 q3, %10;\n\t"
-      "mad.lo.cc.u32 %0, q0, q1, %0;\n\t"
-      "madc.hi.cc.u32 %1, q0, q1, %1;\n\t"
-      "madc.lo.cc.u32 %2, q0, q2, %2;\n\t"
-      "madc.hi.cc.u32 %3, q0, q2, %3;\n\t"
-      "madc.lo.cc.u32 %4, q0, q3, %4;\n\t"
-      "madc.hi.cc.u32 %5, q0, q3, %5;\n\t"
+      CS_EO_PAIRS_3
       "addc.u32 %6, %6, 0;\n\t"
       "}"
       : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]),
         "+r"(acc[6])
       : "r"(a), "r"(b0), "r"(b1), "r"(b2));
 }
+#undef CS_EO_PAIRS_3
+#undef CS_EO_PAIRS_2
+#undef CS_EO_PAIRS_1
 
 // t[0..16) = ev + (od shifted up one word); od[15] and the carry out are zero by size.
 CS_FN void merge_even_odd(u32 t[16], const u32 ev[17], const u32 od[16]) {

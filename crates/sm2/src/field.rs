@@ -10,11 +10,12 @@
 //! is all-zero limbs.
 
 use crate::curve::{Curve, Sm2};
-use crate::limbs::{self, Limbs, Modulus};
+use crate::limbs::{self, Limbs};
 use core::marker::PhantomData;
 
-/// The SM2 field prime with its Montgomery constants.
-pub(crate) const P: Modulus = Sm2::P;
+/// The SM2 field prime with its Montgomery constants (the tests' name for it).
+#[cfg(test)]
+pub(crate) const P: limbs::Modulus = Sm2::P;
 
 /// An element of F_p in Montgomery form, fully reduced.
 #[derive(Clone, Copy, PartialEq, Eq)]

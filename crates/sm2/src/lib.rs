@@ -15,6 +15,9 @@
 //! and signing run in constant time in the secret values: a fixed-base comb with masked table
 //! lookups, Fermat inversions, and branch-free field and scalar arithmetic.
 
+#[macro_use]
+mod public_key;
+
 mod curve;
 mod field;
 mod limbs;
@@ -23,7 +26,7 @@ mod point;
 mod scalar;
 
 use curve::{Curve, Sm2};
-use field::{Fe, FieldElement};
+use field::FieldElement;
 use point::Affine;
 use rand::{CryptoRng, RngCore};
 use scalar::Scalar;
@@ -51,54 +54,11 @@ pub enum KeyError {
     SecretOutOfRange,
 }
 
-/// A validated public key: an affine point on the curve, never the point at infinity.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PublicKey {
-    point: Affine,
-}
-
-impl core::fmt::Debug for PublicKey {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "PublicKey(")?;
-        for b in self.to_compressed() {
-            write!(f, "{b:02x}")?;
-        }
-        write!(f, ")")
-    }
-}
-
-impl PublicKey {
-    /// SEC1: `04‖x‖y` (65 bytes) or `02/03‖x` (33 bytes). The single byte `00` (SEC1's encoding
-    /// of infinity) is reported as [`KeyError::Infinity`].
-    pub fn from_sec1(bytes: &[u8]) -> Result<PublicKey, KeyError> {
-        Ok(PublicKey {
-            point: affine_from_sec1(bytes)?,
-        })
-    }
-
-    /// From big-endian affine coordinates; checks both are below p and the point is on the curve.
-    pub fn from_affine(x: &[u8; 32], y: &[u8; 32]) -> Result<PublicKey, KeyError> {
-        Ok(PublicKey {
-            point: affine_from_coordinates(x, y)?,
-        })
-    }
-
-    pub fn x(&self) -> [u8; 32] {
-        self.point.x.to_bytes()
-    }
-
-    pub fn y(&self) -> [u8; 32] {
-        self.point.y.to_bytes()
-    }
-
-    pub fn to_uncompressed(&self) -> [u8; 65] {
-        self.point.sec1_uncompressed()
-    }
-
-    pub fn to_compressed(&self) -> [u8; 33] {
-        self.point.sec1_compressed()
-    }
-}
+public_key_type!(
+    /// A validated SM2 public key: an affine point on the curve, never the point at infinity.
+    Sm2,
+    "PublicKey"
+);
 
 /// SEC1 decoding shared by every curve: `04‖x‖y` or `02/03‖x`; `00` is infinity.
 pub(crate) fn affine_from_sec1<C: Curve>(bytes: &[u8]) -> Result<Affine<C>, KeyError> {
@@ -251,16 +211,9 @@ pub fn verify_prehashed(key: &PublicKey, e: &[u8; 32], r: &[u8; 32], s: &[u8; 32
     if sum.is_infinity() {
         return false;
     }
-    // x1 = X/Z² must satisfy x1 ≡ r − e (mod n). With x1 in [0, p) and p < 2n, x1 is either
-    // c = (r − e) mod n or c + n (when that is below p): test X = c·Z² without inverting Z.
+    // x1 must satisfy x1 ≡ r − e (mod n).
     let e = Scalar::reduce_bytes(e);
-    let c = r.sub(&e);
-    let z2 = sum.z.square();
-    if sum.x == Fe::from_int(c.0).mul(&z2) {
-        return true;
-    }
-    let (c_plus_n, carry) = limbs::add(&c.0, &scalar::N.m);
-    carry == 0 && limbs::lt(&c_plus_n, &field::P.m) && sum.x == Fe::from_int(c_plus_n).mul(&z2)
+    sum.x_mod_n_equals(&r.sub(&e).0)
 }
 
 /// Signs the prehashed e, returning r‖s (big-endian).
@@ -331,16 +284,7 @@ mod tests {
     fn verification_handles_x1_at_least_n() {
         use crate::point::tests::mul_reference;
         use sm2::dsa::signature::hazmat::PrehashVerifier;
-        let n = scalar::N.m;
-        let (x_int, point) = (0u64..)
-            .find_map(|j| {
-                let (x_int, _) = limbs::add(&n, &[j, 0, 0, 0]);
-                let x = Fe::from_int(x_int);
-                point::curve_rhs(&x)
-                    .sqrt()
-                    .map(|y| (x_int, Affine { x, y }))
-            })
-            .expect("some x just above n has a point");
+        let (x_int, point) = point::tests::point_with_x_above_n::<Sm2>();
         assert!(limbs::lt(&x_int, &field::P.m));
         let s = Scalar::reduce_bytes(&[0x37; 32]);
         let r = Scalar::reduce_bytes(&[0xa5; 32]);
@@ -371,6 +315,21 @@ mod tests {
             &r.to_bytes(),
             &s.to_bytes()
         ));
+    }
+
+    #[test]
+    fn public_keys_debug_as_their_compressed_encoding() {
+        let sm2_g = PublicKey::from_affine(&SM2.gx, &SM2.gy).unwrap();
+        assert_eq!(
+            format!("{sm2_g:?}"),
+            format!("PublicKey({})", hex::encode(sm2_g.to_compressed()))
+        );
+        let nist = chainsig_core::curve::P256;
+        let p256_g = p256::PublicKey::from_affine(&nist.gx, &nist.gy).unwrap();
+        assert_eq!(
+            format!("{p256_g:?}"),
+            format!("p256::PublicKey({})", hex::encode(p256_g.to_compressed()))
+        );
     }
 
     #[test]

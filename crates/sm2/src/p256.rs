@@ -9,63 +9,18 @@
 //! Verification is variable time: every input of it is public.
 
 use crate::curve::P256;
-use crate::field::FieldElement;
-use crate::limbs;
-use crate::point::{self, Affine};
+use crate::point;
 use crate::scalar::GroupScalar;
 
 pub use crate::KeyError;
 
 type Scalar = GroupScalar<P256>;
 
-/// A validated P-256 public key: an affine point on the curve, never the point at infinity.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PublicKey {
-    point: Affine<P256>,
-}
-
-impl core::fmt::Debug for PublicKey {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "p256::PublicKey(")?;
-        for b in self.to_compressed() {
-            write!(f, "{b:02x}")?;
-        }
-        write!(f, ")")
-    }
-}
-
-impl PublicKey {
-    /// SEC1: `04‖x‖y` (65 bytes) or `02/03‖x` (33 bytes). The single byte `00` (SEC1's encoding
-    /// of infinity) is reported as [`KeyError::Infinity`].
-    pub fn from_sec1(bytes: &[u8]) -> Result<PublicKey, KeyError> {
-        Ok(PublicKey {
-            point: crate::affine_from_sec1(bytes)?,
-        })
-    }
-
-    /// From big-endian affine coordinates; checks both are below p and the point is on the curve.
-    pub fn from_affine(x: &[u8; 32], y: &[u8; 32]) -> Result<PublicKey, KeyError> {
-        Ok(PublicKey {
-            point: crate::affine_from_coordinates(x, y)?,
-        })
-    }
-
-    pub fn x(&self) -> [u8; 32] {
-        self.point.x.to_bytes()
-    }
-
-    pub fn y(&self) -> [u8; 32] {
-        self.point.y.to_bytes()
-    }
-
-    pub fn to_uncompressed(&self) -> [u8; 65] {
-        self.point.sec1_uncompressed()
-    }
-
-    pub fn to_compressed(&self) -> [u8; 33] {
-        self.point.sec1_compressed()
-    }
-}
+public_key_type!(
+    /// A validated P-256 public key: an affine point on the curve, never the point at infinity.
+    P256,
+    "p256::PublicKey"
+);
 
 /// ECDSA verification of (r, s) on the prehashed digest z (big-endian, 32 bytes; reduced mod n).
 ///
@@ -87,30 +42,17 @@ pub fn verify_prehashed(key: &PublicKey, z: &[u8; 32], r: &[u8; 32], s: &[u8; 32
     if sum.is_infinity() {
         return false;
     }
-    x_matches_mod_n(&sum, &r)
+    sum.x_mod_n_equals(&r.0)
 }
-
-/// x(R) = X/Z² is in [0, p) and p < 2n, so x(R) mod n = r means x(R) = r or x(R) = r + n (only
-/// possible when r + n < p): compare X with r·Z² and (r + n)·Z², no inversion needed.
-fn x_matches_mod_n(sum: &point::Jacobian<P256>, r: &Scalar) -> bool {
-    let z2 = sum.z.square();
-    if sum.x == FieldElement::<P256>::from_int(r.0).mul(&z2) {
-        return true;
-    }
-    let (r_plus_n, carry) = limbs::add(&r.0, &P256_N.m);
-    carry == 0
-        && limbs::lt(&r_plus_n, &P256_P.m)
-        && sum.x == FieldElement::<P256>::from_int(r_plus_n).mul(&z2)
-}
-
-const P256_N: limbs::Modulus = <P256 as crate::curve::Curve>::N;
-const P256_P: limbs::Modulus = <P256 as crate::curve::Curve>::P;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::curve::Curve;
+    use crate::field::FieldElement;
+    use crate::limbs;
     use crate::point::tests::mul_reference;
+    use crate::point::Affine;
     use ::p256::ecdsa::signature::hazmat::PrehashVerifier;
 
     #[test]
@@ -158,16 +100,7 @@ mod tests {
     /// r = x(R) − n, choose u1, u2, then P = u2⁻¹·(R − u1·G), s = r·u2⁻¹ and z = u1·s.
     #[test]
     fn verification_handles_x_at_least_n() {
-        let n = P256::N.m;
-        let (x_int, big_r) = (0u64..)
-            .find_map(|j| {
-                let (x_int, _) = limbs::add(&n, &[j, 0, 0, 0]);
-                let x = FieldElement::<P256>::from_int(x_int);
-                point::curve_rhs(&x)
-                    .sqrt()
-                    .map(|y| (x_int, Affine { x, y }))
-            })
-            .expect("some x just above n has a point");
+        let (x_int, big_r) = point::tests::point_with_x_above_n::<P256>();
         assert!(limbs::lt(&x_int, &P256::P.m));
         let r = Scalar::reduce(&x_int);
         assert!(!r.is_zero());

@@ -89,6 +89,22 @@ impl<C: Curve> Jacobian<C> {
         self.z.is_zero()
     }
 
+    /// Whether x mod n = c for the finite point self, without inverting Z: x = X/Z² lies in
+    /// [0, p) and p < 2n, so x is either c or c + n (the latter only when c + n < p); compare X
+    /// with c·Z² and (c + n)·Z². The final comparison of SM2 (c = r − e) and ECDSA (c = r)
+    /// verification.
+    #[inline]
+    pub(crate) fn x_mod_n_equals(&self, c: &Limbs) -> bool {
+        let z2 = self.z.square();
+        if self.x == FieldElement::<C>::from_int(*c).mul(&z2) {
+            return true;
+        }
+        let (c_plus_n, carry) = limbs::add(c, &C::N.m);
+        carry == 0
+            && limbs::lt(&c_plus_n, &C::P.m)
+            && self.x == FieldElement::<C>::from_int(c_plus_n).mul(&z2)
+    }
+
     pub(crate) fn neg(&self) -> Jacobian<C> {
         Jacobian {
             x: self.x,
@@ -469,6 +485,18 @@ pub(crate) mod tests {
     use crate::scalar::{Scalar, N};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha20Rng;
+
+    /// The first point whose x is n + j for j = 0, 1, … (below p for both curves), with that x as
+    /// an integer: it takes the rare branch of [`Jacobian::x_mod_n_equals`], x mod n = x − n.
+    pub(crate) fn point_with_x_above_n<C: Curve>() -> (Limbs, Affine<C>) {
+        (0u64..)
+            .find_map(|j| {
+                let (x_int, _) = limbs::add(&C::N.m, &[j, 0, 0, 0]);
+                let x = FieldElement::<C>::from_int(x_int);
+                curve_rhs(&x).sqrt().map(|y| (x_int, Affine { x, y }))
+            })
+            .expect("some x just above n has a point")
+    }
 
     /// Plain double-and-add, the slow reference.
     pub(crate) fn mul_reference<C: Curve>(k: &Limbs, p: &Affine<C>) -> Jacobian<C> {
