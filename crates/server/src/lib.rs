@@ -178,13 +178,16 @@ pub(crate) fn grpc_refusal(status: tonic::Status) -> Response {
 /// JSON-RPC call is also counted under its method name by [`rpc`]).
 async fn track(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let label = match request.extensions().get::<MatchedPath>() {
-        Some(path) => format!("{} {}", request.method(), path.as_str()),
-        None => "unmatched".to_string(),
-    };
+    let method = request.method().clone();
+    let path = request.extensions().get::<MatchedPath>().cloned();
     let response = next.run(request).await;
     let failed = response.status().is_client_error() || response.status().is_server_error();
-    state.metrics.request(&label, started.elapsed(), failed);
+    state.metrics.route(
+        &method,
+        path.as_ref().map(MatchedPath::as_str),
+        started.elapsed(),
+        failed,
+    );
     response
 }
 
