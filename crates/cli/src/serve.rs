@@ -1,9 +1,10 @@
 //! `chainsig serve`: arguments for the signing and verification service in `chainsig-server`.
 //!
 //! gRPC is served on the `--http` listener (HTTP/2 beside HTTP/1.1, with the same TLS, tokens and
-//! limits); a separate `--grpc` address is refused with a clear error rather than ignored, and TLS
-//! options that are incomplete are refused too: a service an operator believes to be encrypted,
-//! or to check client certificates, must never silently run without.
+//! limits), and with `--grpc ADDR` also on a listener of its own that serves gRPC alone, with the
+//! same TLS, tokens, limits and metrics. TLS options that are incomplete are refused: a service
+//! an operator believes to be encrypted, or to check client certificates, must never silently run
+//! without.
 
 use crate::backends;
 use anyhow::bail;
@@ -22,7 +23,8 @@ pub struct ServeArgs {
     /// chainsig.v1.Verifier, reflection; HTTP/2), e.g. 127.0.0.1:8545.
     #[arg(long)]
     http: SocketAddr,
-    /// gRPC shares the --http listener: when given, must equal --http.
+    /// A second listener for gRPC alone (same TLS, tokens, limits and metrics as --http, which
+    /// serves gRPC too); the same address as --http (port 0 excepted) means no second listener.
     #[arg(long)]
     grpc: Option<SocketAddr>,
     /// Directory of keystore v3 files NAME.json, each with its password in NAME.pass.
@@ -64,14 +66,13 @@ pub struct ServeArgs {
     /// Logs as JSON lines.
     #[arg(long)]
     log_json: bool,
+    /// On SIGTERM, how many seconds to wait for the requests in flight before exiting anyway
+    /// (0: wait as long as they take).
+    #[arg(long, default_value_t = 30)]
+    shutdown_grace_secs: u64,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    if let Some(grpc) = args.grpc {
-        if grpc != args.http {
-            bail!("--grpc {grpc}: gRPC is served on the --http listener ({}); omit --grpc or give the same address", args.http);
-        }
-    }
     let tls = match (args.tls_cert, args.tls_key, args.client_ca) {
         (None, None, None) => None,
         (Some(cert), Some(key), client_ca) => Some(TlsFiles {
@@ -103,6 +104,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let options = ServeOptions {
         http: args.http,
+        grpc: args.grpc,
         keys: args.keys,
         auth_tokens: args.auth_tokens,
         tls,
@@ -118,6 +120,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             ..BatcherConfig::default()
         },
         log_json: args.log_json,
+        shutdown_grace: (args.shutdown_grace_secs > 0)
+            .then(|| Duration::from_secs(args.shutdown_grace_secs)),
     };
     chainsig_server::run(options, registry).map_err(anyhow::Error::msg)?;
     Ok(ExitCode::SUCCESS)

@@ -1,14 +1,17 @@
 //! `chainsig serve` through the built binary: it starts on a keys directory, answers on the
-//! address it logs, refuses gRPC (not implemented) and incomplete TLS options, and exits 0 on
-//! SIGTERM.
+//! addresses it logs (`http=`, and `grpc=` for a separate `--grpc` listener), refuses incomplete
+//! TLS options and addresses it cannot bind, and exits 0 on SIGTERM once the requests in flight
+//! are done. Every wait (log lines, client calls, the exit) has a deadline, and the child is
+//! killed if a test fails, so a bug fails the test instead of hanging it.
 
 use chainsig_eth::keystore::{self, Kdf};
 use chainsig_eth::PrivateKey;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 const KEY_46: &str = "4646464646464646464646464646464646464646464646464646464646464646";
 
@@ -45,9 +48,12 @@ fn keys_dir(tag: &str) -> TempDir {
 
 /// One HTTP/1.1 exchange on a fresh connection: the status code and the body.
 fn http(addr: SocketAddr, request: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     stream.write_all(request.as_bytes()).unwrap();
     let mut answer = String::new();
@@ -57,39 +63,133 @@ fn http(addr: SocketAddr, request: &str) -> (u16, String) {
     (status, body)
 }
 
+/// A `chainsig serve` child whose stderr a thread reads line by line (so the pipe never fills
+/// and no read blocks the test); killed on drop if still running, so a failing test never leaves
+/// it behind.
+struct Served {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    /// Every line received so far.
+    log: String,
+    http: SocketAddr,
+    grpc: SocketAddr,
+}
+
+/// The address after `key=` in a log line.
+fn field(line: &str, key: &str) -> SocketAddr {
+    let at = line
+        .find(key)
+        .unwrap_or_else(|| panic!("{key} in the listening line: {line}"))
+        + key.len();
+    let text: String = line[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    text.parse()
+        .unwrap_or_else(|e| panic!("{key}{text}: {e} in {line}"))
+}
+
+impl Served {
+    fn start(dir: &TempDir, extra: &[&str]) -> Served {
+        let mut child = chainsig()
+            .args(["serve", "--http", "127.0.0.1:0", "--keys"])
+            .arg(&dir.0)
+            .arg("--auth-tokens")
+            .arg(dir.0.join("tokens"))
+            .args(extra)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut served = Served {
+            child,
+            lines,
+            log: String::new(),
+            http: "0.0.0.0:0".parse().unwrap(),
+            grpc: "0.0.0.0:0".parse().unwrap(),
+        };
+        // The addresses come from the "listening" log line (the ports are the kernel's choice).
+        let line = served.wait_for("listening");
+        served.http = field(&line, "http=");
+        served.grpc = field(&line, "grpc=");
+        served
+    }
+
+    /// Waits (at most 60 s) for a log line containing `needle`, and returns it.
+    fn wait_for(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.log.push_str(&line);
+                    self.log.push('\n');
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(e) => panic!("no {needle:?} line ({e}) in: {}", self.log),
+            }
+        }
+    }
+
+    fn sigterm(&self) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    }
+
+    /// Waits (at most 30 s) for the process to exit; its status code and the whole log.
+    fn exit(mut self) -> (Option<i32>, String) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("still running 30 s after SIGTERM; log: {}", self.log);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // The reader thread ends at the end of the pipe, once the process is gone.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            self.log.push_str(&line);
+            self.log.push('\n');
+        }
+        (status.code(), std::mem::take(&mut self.log))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 #[test]
 fn serves_until_sigterm_and_exits_zero() {
     let dir = keys_dir("run");
-    let mut child = chainsig()
-        .args(["serve", "--http", "127.0.0.1:0", "--keys"])
-        .arg(&dir.0)
-        .arg("--auth-tokens")
-        .arg(dir.0.join("tokens"))
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut log = BufReader::new(child.stderr.take().unwrap());
-    // The address comes from the "listening" log line (the port is the kernel's choice).
-    let mut addr = None;
-    let mut seen = String::new();
-    for _ in 0..50 {
-        let mut line = String::new();
-        if log.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        seen.push_str(&line);
-        if line.contains("listening") {
-            let at = line.find("http=").expect("http= in the listening line") + 5;
-            let text: String = line[at..]
-                .chars()
-                .take_while(|c| !c.is_whitespace())
-                .collect();
-            addr = Some(text.parse::<SocketAddr>().unwrap());
-            break;
-        }
-    }
-    let addr = addr.unwrap_or_else(|| panic!("no listening line in: {seen}"));
-    assert!(!seen.contains("pw"), "a password reached the log: {seen}");
+    let served = Served::start(&dir, &[]);
+    let addr = served.http;
+    // Without --grpc, gRPC is served on the --http listener, and the line says so.
+    assert_eq!(served.grpc, addr);
+    assert!(!served.log.contains("pw"), "a password reached the log");
 
     let (status, body) = http(
         addr,
@@ -120,24 +220,18 @@ fn serves_until_sigterm_and_exits_zero() {
     assert_eq!(status, 200);
     assert!(body.contains("\"result\":\"0x"), "{body}");
 
-    grpc_sign_on_the_http_listener(addr);
+    runtime().block_on(grpc_sign(addr));
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
-    let mut rest = String::new();
-    log.read_to_string(&mut rest).unwrap();
-    assert!(rest.contains("SIGTERM"), "{rest}");
+    served.sigterm();
+    let (code, log) = served.exit();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("SIGTERM"), "{log}");
     // One audit line for the signature: the client's token, the key, the message hash (EIP-191
     // hash of "hello"); never the password or the token itself.
-    let audit = rest
+    let audit = log
         .lines()
-        .find(|l| l.contains("audit"))
-        .unwrap_or_else(|| panic!("no audit line in: {rest}"))
+        .find(|l| l.contains("audit") && l.contains("0x50b2c43f"))
+        .unwrap_or_else(|| panic!("no audit line in: {log}"))
         .to_lowercase();
     assert!(audit.contains("token#1"), "{audit}");
     assert!(
@@ -148,81 +242,252 @@ fn serves_until_sigterm_and_exits_zero() {
         audit.contains("0x50b2c43fd39106bafbba0da34fc430e1f91e3c96ea2acee2bc34119f92b37750"),
         "{audit}"
     );
-    let whole = format!("{seen}{rest}");
-    assert!(!whole.contains("tok-1") && !whole.contains("pw"), "{whole}");
+    assert!(!log.contains("tok-1") && !log.contains("pw"), "{log}");
 }
 
-/// gRPC on the binary's own listener (h2c): Signer.SignTransaction refused without the token,
-/// answered with it, and the raw transaction decodes and recovers to the key's address.
-fn grpc_sign_on_the_http_listener(addr: SocketAddr) {
-    use chainsig_server::grpc::pb::{self, signer_client::SignerClient};
-    let key: [u8; 20] = hex::decode("9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f")
+#[test]
+fn separate_grpc_listener_serves_until_sigterm_and_exits_zero() {
+    let dir = keys_dir("grpc");
+    let mut served = Served::start(&dir, &["--grpc", "127.0.0.1:0"]);
+    let (http_addr, grpc_addr) = (served.http, served.grpc);
+    assert_ne!(http_addr, grpc_addr, "a listener of its own");
+    assert_eq!(grpc_addr.ip(), http_addr.ip());
+    let runtime = runtime();
+    runtime.block_on(async {
+        grpc_sign(grpc_addr).await;
+        grpc_verify(grpc_addr).await;
+        // gRPC is still served on the --http listener.
+        grpc_sign(http_addr).await;
+    });
+    // The HTTP routes are not on the gRPC listener; they are on --http.
+    let upcheck = "GET /upcheck HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    assert_eq!(http(grpc_addr, upcheck).0, 404);
+    assert_eq!(http(http_addr, upcheck), (200, "OK".to_string()));
+    // Both listeners' calls are in the one set of metrics (on --http): 2 refused, 2 signed.
+    let (status, metrics) = http(
+        http_addr,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200);
+    assert!(
+        metrics
+            .contains(r#"chainsig_requests_total{method="chainsig.v1.Signer/SignTransaction"} 2"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"chainsig_requests_total{method="chainsig.v1.Verifier/VerifyBatch"} 1"#),
+        "{metrics}"
+    );
+
+    // SIGTERM with a signing stream open on the gRPC listener: the stream is still answered
+    // after the signal, and the process exits 0 once the client ends it.
+    runtime.block_on(async {
+        use chainsig_server::grpc::pb::{self, signer_client::SignerClient};
+        let (items, queue) = tokio::sync::mpsc::channel(4);
+        let mut client = SignerClient::new(grpc_channel(grpc_addr).await);
+        let mut with_token =
+            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(queue));
+        with_token
+            .metadata_mut()
+            .insert("authorization", "Bearer tok-1".parse().unwrap());
+        let mut answers = within("SignStream", client.sign_stream(with_token))
+            .await
+            .expect("a signing stream")
+            .into_inner();
+        let sign = |nonce: u64| {
+            let items = items.clone();
+            async move {
+                items
+                    .send(pb::SignStreamRequest {
+                        id: nonce,
+                        tx: Some(transaction(nonce)),
+                    })
+                    .await
+                    .unwrap();
+            }
+        };
+        sign(1).await;
+        let first = within("a stream answer", answers.message())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(matches!(
+            first.outcome,
+            Some(pb::sign_stream_response::Outcome::Signed(_))
+        ));
+        served.sigterm();
+        served.wait_for("SIGTERM");
+        sign(2).await;
+        let second = within("a stream answer after SIGTERM", answers.message())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(second.id, 2);
+        let Some(pb::sign_stream_response::Outcome::Signed(signed)) = second.outcome else {
+            panic!("{second:?}")
+        };
+        check_signed(&signed);
+        assert!(
+            served.child.try_wait().unwrap().is_none(),
+            "exited with a stream in flight"
+        );
+        drop(items);
+        assert!(within("the end of the stream", answers.message())
+            .await
+            .unwrap()
+            .is_none());
+    });
+    drop(runtime);
+    let (code, log) = served.exit();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("stopped"), "{log}");
+    assert!(!log.contains("tok-1") && !log.contains("pw"), "{log}");
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Fails the test when `future` takes more than 20 s.
+async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within 20 s"))
+}
+
+/// A gRPC channel in plain text (HTTP/2 with prior knowledge), with connect and call timeouts.
+async fn grpc_channel(addr: SocketAddr) -> tonic::transport::Channel {
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(20));
+    within("gRPC connect", endpoint.connect())
+        .await
+        .expect("gRPC connection to the binary")
+}
+
+fn key_address() -> [u8; 20] {
+    hex::decode("9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f")
         .unwrap()
         .try_into()
-        .unwrap();
-    let tx = pb::Transaction {
-        from: key.to_vec(),
+        .unwrap()
+}
+
+fn transaction(nonce: u64) -> chainsig_server::grpc::pb::Transaction {
+    chainsig_server::grpc::pb::Transaction {
+        from: key_address().to_vec(),
         chain_id: Some(1),
-        nonce: 7,
+        nonce,
         gas: 21_000,
         to: vec![0x35; 20],
         value: vec![1],
         max_fee_per_gas: Some(vec![0x77, 0x35, 0x94, 0x00]),
         max_priority_fee_per_gas: Some(vec![0x3b, 0x9a, 0xca, 0x00]),
         ..Default::default()
+    }
+}
+
+/// The raw transaction decodes and recovers to the key's address; the hash is keccak256(raw).
+fn check_signed(signed: &chainsig_server::grpc::pb::SignedTransaction) {
+    assert_eq!(signed.from, key_address().to_vec());
+    let decoded = chainsig_eth::decode_raw(&signed.raw).expect("the raw transaction decodes");
+    assert_eq!(
+        decoded.from.as_slice(),
+        &key_address()[..],
+        "recovers to the key's address"
+    );
+    assert_eq!(
+        signed.hash,
+        chainsig_core::hash::keccak256(&signed.raw).to_vec()
+    );
+}
+
+/// gRPC to the binary at `addr` (h2c): Signer.SignTransaction refused without the token,
+/// answered with it, and the raw transaction decodes and recovers to the key's address.
+async fn grpc_sign(addr: SocketAddr) {
+    use chainsig_server::grpc::pb::{self, signer_client::SignerClient};
+    let mut client = SignerClient::new(grpc_channel(addr).await);
+    let request = pb::SignTransactionRequest {
+        tx: Some(transaction(7)),
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .expect("gRPC connection to the binary");
-        let mut client = SignerClient::new(channel);
-        let request = pb::SignTransactionRequest {
-            tx: Some(tx.clone()),
-        };
-        let refused = client
-            .sign_transaction(request.clone())
-            .await
-            .expect_err("no token");
-        assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
-        let mut with_token = tonic::Request::new(request);
-        with_token
-            .metadata_mut()
-            .insert("authorization", "Bearer tok-1".parse().unwrap());
-        let signed = client
-            .sign_transaction(with_token)
-            .await
-            .expect("signed over gRPC")
-            .into_inner()
-            .signed
-            .expect("a signed transaction");
-        assert_eq!(signed.from, key.to_vec());
-        let decoded = chainsig_eth::decode_raw(&signed.raw).expect("the raw transaction decodes");
+    let refused = within("SignTransaction", client.sign_transaction(request.clone()))
+        .await
+        .expect_err("no token");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
+    let mut with_token = tonic::Request::new(request);
+    with_token
+        .metadata_mut()
+        .insert("authorization", "Bearer tok-1".parse().unwrap());
+    let signed = within("SignTransaction", client.sign_transaction(with_token))
+        .await
+        .expect("signed over gRPC")
+        .into_inner()
+        .signed
+        .expect("a signed transaction");
+    check_signed(&signed);
+}
+
+/// Verifier.VerifyBatch at `addr`: refused without the token; with it, a good signature and a
+/// corrupted one get the right verdicts.
+async fn grpc_verify(addr: SocketAddr) {
+    use chainsig_core::Algorithm;
+    use chainsig_cpu::generate::{record, GenSpec};
+    use chainsig_server::grpc::pb::{self, verifier_client::VerifierClient};
+    let spec = GenSpec {
+        alg: Algorithm::Secp256k1,
+        seed: 3,
+        invalid_ratio: 0.5,
+        msg_len: 32,
+    };
+    let generated: Vec<_> = (0..16).map(|i| record(&spec, i)).collect();
+    let request = pb::VerifyBatchRequest {
+        alg: pb::Algorithm::Secp256k1 as i32,
+        records: generated
+            .iter()
+            .map(|g| {
+                format!(
+                    r#"{{"pubkey":"{}","msg":"{}","sig":"{}"}}"#,
+                    hex::encode(&g.pubkey),
+                    hex::encode(&g.msg),
+                    hex::encode(g.sig)
+                )
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let mut client = VerifierClient::new(grpc_channel(addr).await);
+    let refused = within("VerifyBatch", client.verify_batch(request.clone()))
+        .await
+        .expect_err("no token");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
+    let mut with_token = tonic::Request::new(request);
+    with_token
+        .metadata_mut()
+        .insert("authorization", "Bearer tok-1".parse().unwrap());
+    let answer = within("VerifyBatch", client.verify_batch(with_token))
+        .await
+        .expect("verified over gRPC")
+        .into_inner();
+    assert_eq!(answer.count, 16);
+    assert!(answer.errors.is_empty(), "{:?}", answer.errors);
+    let expected: Vec<bool> = generated.iter().map(|g| g.expect_valid()).collect();
+    assert!(expected.iter().any(|v| *v) && expected.iter().any(|v| !*v));
+    for (i, valid) in expected.iter().enumerate() {
         assert_eq!(
-            decoded.from.as_slice(),
-            &key[..],
-            "recovers to the key's address"
+            answer.valid[i / 8] >> (i % 8) & 1 == 1,
+            *valid,
+            "record {i}"
         );
-        assert_eq!(
-            signed.hash,
-            chainsig_core::hash::keccak256(&signed.raw).to_vec()
-        );
-    });
+    }
 }
 
 #[test]
 fn refuses_options_it_does_not_implement() {
     let dir = keys_dir("refuse");
     for (extra, needle) in [
-        (
-            vec!["--grpc", "127.0.0.1:9"],
-            "served on the --http listener",
-        ),
         (vec!["--tls-cert", "c.pem"], "--tls-cert: needs --tls-key"),
         (vec!["--tls-key", "k.pem"], "--tls-key: needs --tls-cert"),
         (vec!["--client-ca", "ca.pem"], "--client-ca: needs"),
@@ -246,6 +511,20 @@ fn refuses_options_it_does_not_implement() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(needle), "{extra:?}: {stderr}");
     }
+    // A --grpc address that cannot be bound is named.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    let output = chainsig()
+        .args(["serve", "--http", "127.0.0.1:0", "--grpc", &taken, "--keys"])
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("--grpc {taken}: cannot listen")),
+        "{stderr}"
+    );
     // A keys directory without keys is an error that names it.
     let empty = TempDir::new("empty");
     let output = chainsig()

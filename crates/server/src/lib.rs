@@ -1,5 +1,6 @@
 //! chainsig-server: the signing and verification service behind `chainsig serve`: JSON-RPC and
-//! REST over HTTP, and gRPC, on one listener.
+//! REST over HTTP, and gRPC, on one listener, and gRPC alone on a second one when asked
+//! ([`serve_listeners`]; `chainsig serve --grpc ADDR`).
 //!
 //! * [`keys`]: keys from a directory of keystore v3 files with their password files.
 //! * [`rpc`]: JSON-RPC 2.0 at `POST /` (single and batch): `eth_accounts`, `eth_signTransaction`,
@@ -12,7 +13,10 @@
 //! * [`tls`]: TLS and mutual TLS through rustls.
 //! * [`grpc`]: the gRPC services `chainsig.v1.Signer` and `chainsig.v1.Verifier` (tonic, with
 //!   reflection), routes of the same router, so one listener serves HTTP/1.1, HTTP/2 and gRPC
-//!   (h2 by ALPN over TLS, h2 with prior knowledge over plain TCP).
+//!   (h2 by ALPN over TLS, h2 with prior knowledge over plain TCP). The `--grpc` listener serves
+//!   the same services through [`grpc_router`]: the same middlewares (tokens, rate limit, body
+//!   limit, metrics) and the same TLS configuration, from the same [`AppState`], without the
+//!   HTTP routes.
 //! * [`ops`]: signing and recovery as both front ends call them.
 //!
 //! Every signature writes one audit line (tracing target `audit`): client, method, key address
@@ -43,7 +47,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Limits that protect the server from oversized requests.
 #[derive(Clone, Debug)]
@@ -110,7 +114,8 @@ impl AppState {
     }
 }
 
-/// The HTTP routes and the gRPC services, with authentication, body limit and per-route metrics.
+/// The HTTP routes and the gRPC services, with authentication, body limit and per-route metrics:
+/// what the `--http` listener serves.
 pub fn router(state: Arc<AppState>) -> Router {
     let routes = Router::new()
         .route("/", post(rpc::handle))
@@ -119,7 +124,19 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/upcheck", get(rest::upcheck))
         .route("/healthcheck", get(rest::healthcheck))
         .route("/metrics", get(rest::metrics));
-    grpc::add_routes(routes, &state)
+    layered(grpc::add_routes(routes, &state), state)
+}
+
+/// The gRPC services (and reflection) alone, with the same authentication, rate limit, body
+/// limit and metrics as [`router`]: what a separate `--grpc` listener serves. Any other path is
+/// answered 404, so the HTTP routes (`/metrics` included) are only on the `--http` listener.
+pub fn grpc_router(state: Arc<AppState>) -> Router {
+    layered(grpc::add_routes(Router::new(), &state), state)
+}
+
+/// The middlewares both routers share, around `routes`.
+fn layered(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
+    routes
         .fallback(not_found)
         // Layers run outermost last-added: metrics, then authentication, then the rate limit.
         .layer(middleware::from_fn_with_state(
@@ -161,13 +178,16 @@ pub(crate) fn grpc_refusal(status: tonic::Status) -> Response {
 /// JSON-RPC call is also counted under its method name by [`rpc`]).
 async fn track(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let label = match request.extensions().get::<MatchedPath>() {
-        Some(path) => format!("{} {}", request.method(), path.as_str()),
-        None => "unmatched".to_string(),
-    };
+    let method = request.method().clone();
+    let path = request.extensions().get::<MatchedPath>().cloned();
     let response = next.run(request).await;
     let failed = response.status().is_client_error() || response.status().is_server_error();
-    state.metrics.request(&label, started.elapsed(), failed);
+    state.metrics.route(
+        &method,
+        path.as_ref().map(MatchedPath::as_str),
+        started.elapsed(),
+        failed,
+    );
     response
 }
 
@@ -177,10 +197,7 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_app(listener, router(state), shutdown).await
 }
 
 /// Serves HTTPS on `listener` with the rustls configuration `tls` until `shutdown` completes,
@@ -191,7 +208,31 @@ pub async fn serve_tls(
     tls: Arc<rustls::ServerConfig>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    serve_app_tls(listener, router(state), tls, shutdown).await
+}
+
+/// `app` over plain TCP: HTTP/1.1, and HTTP/2 with prior knowledge (h2c, which gRPC clients
+/// speak to an `http://` address), until `shutdown`, then the requests in flight are finished.
+async fn serve_app(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// `app` over TLS (HTTP/2 or HTTP/1.1 by ALPN), until `shutdown`, then the requests in flight
+/// are finished.
+async fn serve_app_tls(
+    listener: std::net::TcpListener,
+    app: Router,
+    tls: Arc<rustls::ServerConfig>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     let handle = axum_server::Handle::new();
     let stopper = handle.clone();
     tokio::spawn(async move {
@@ -207,22 +248,150 @@ pub async fn serve_tls(
     .await
 }
 
+/// The listening sockets of one server, already bound.
+#[derive(Debug)]
+pub struct Listeners {
+    /// HTTP (JSON-RPC, REST, `/metrics`) and gRPC.
+    pub http: std::net::TcpListener,
+    /// gRPC only ([`grpc_router`]); `None`: gRPC is served on `http` alone.
+    pub grpc: Option<std::net::TcpListener>,
+}
+
+/// Serves `listeners` (HTTPS on each when `tls` is given, with the same certificate and client
+/// CA) from the one `state`, so tokens, rate limits, metrics and keys are shared, until
+/// `shutdown` completes; then both stop accepting and finish the requests in flight, and this
+/// returns once both have stopped.
+///
+/// `grace` bounds that wait: connections still busy after it (a signing stream a client keeps
+/// open, say) are abandoned with a warning (their tasks end with the runtime). A listener that
+/// fails stops the others, and its error, naming the listener, is returned.
+pub async fn serve_listeners(
+    state: Arc<AppState>,
+    listeners: Listeners,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    grace: Option<Duration>,
+) -> std::io::Result<()> {
+    // One signal, many servers: each server's shutdown future waits on this channel.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut servers = tokio::task::JoinSet::new();
+    let mut sockets = vec![("--http", listeners.http, router(state.clone()))];
+    if let Some(grpc) = listeners.grpc {
+        sockets.push(("--grpc", grpc, grpc_router(state.clone())));
+    }
+    for (flag, listener, app) in sockets {
+        let at = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{flag} {at}: {e}"));
+        // Tokio needs a non-blocking socket: a blocking one would stall a worker thread in
+        // accept(2) and never serve.
+        listener.set_nonblocking(true).map_err(named)?;
+        let mut stopped = stopped.clone();
+        let shutdown = async move {
+            // Done when the value turns true, or when the sender is gone.
+            let _ = stopped.wait_for(|stop| *stop).await;
+        };
+        match &tls {
+            Some(tls) => {
+                let tls = tls.clone();
+                servers.spawn(async move {
+                    let served = serve_app_tls(listener, app, tls, shutdown).await;
+                    (flag, served)
+                });
+            }
+            None => {
+                let listener = tokio::net::TcpListener::from_std(listener).map_err(named)?;
+                servers.spawn(async move { (flag, serve_app(listener, app, shutdown).await) });
+            }
+        }
+    }
+    let outcome =
+        |done: Result<(&'static str, std::io::Result<()>), tokio::task::JoinError>| match done {
+            Ok((_, Ok(()))) => Ok(()),
+            Ok((flag, Err(e))) => Err(std::io::Error::new(e.kind(), format!("{flag}: {e}"))),
+            Err(e) => Err(std::io::Error::other(format!(
+                "a listener's task failed: {e}"
+            ))),
+        };
+    let mut failure = None;
+    tokio::pin!(shutdown);
+    tokio::select! {
+        _ = &mut shutdown => {}
+        Some(done) = servers.join_next() => {
+            // A server returned before the signal: an error, since they only stop when told.
+            failure = Some(outcome(done).err().unwrap_or_else(|| {
+                std::io::Error::other("a listener stopped before shutdown was asked")
+            }));
+        }
+    }
+    let _ = stop.send(true);
+    let deadline = grace.map(|grace| tokio::time::Instant::now() + grace);
+    loop {
+        let next = match deadline {
+            None => servers.join_next().await,
+            Some(deadline) => match tokio::time::timeout_at(deadline, servers.join_next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    tracing::warn!(
+                        grace_s = grace.unwrap_or_default().as_secs_f64(),
+                        "requests still in flight after the shutdown grace period: abandoned"
+                    );
+                    servers.abort_all();
+                    break;
+                }
+            },
+        };
+        match next {
+            None => break,
+            Some(done) => {
+                if let Err(e) = outcome(done) {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Binds `addr` for the option `flag`, naming both in the error.
+fn bind(flag: &str, addr: SocketAddr) -> Result<(std::net::TcpListener, SocketAddr), String> {
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| format!("{flag} {addr}: cannot listen: {e}"))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("{flag} {addr}: {e}"))?;
+    Ok((listener, local))
+}
+
 /// What `chainsig serve` asks for.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
     pub http: SocketAddr,
+    /// A separate gRPC listener. `None`, or the same address as `http` (port 0 excepted, which
+    /// asks for a fresh port each time), serves gRPC on the `http` listener alone.
+    pub grpc: Option<SocketAddr>,
     pub keys: PathBuf,
     pub auth_tokens: Option<PathBuf>,
-    /// HTTPS instead of HTTP when given.
+    /// HTTPS instead of HTTP when given (on both listeners).
     pub tls: Option<tls::TlsFiles>,
     pub limits: Limits,
     pub batcher: BatcherConfig,
     /// Logs as JSON lines instead of text.
     pub log_json: bool,
+    /// How long SIGTERM waits for the requests in flight; `None`: as long as they take.
+    pub shutdown_grace: Option<Duration>,
 }
 
 /// Runs the service until SIGTERM or SIGINT (the blocking entry point for the command line):
 /// starts logging and a Tokio runtime, loads the keys and tokens, and serves.
+///
+/// The `listening` log line gives `http=ADDR grpc=ADDR` with the ports bound (the kernel's
+/// choice for port 0); `grpc` equals `http` when gRPC has no listener of its own.
 pub fn run(options: ServeOptions, registry: Registry) -> Result<(), String> {
     // Held until `run` returns: dropping it writes out every line still queued.
     let _log_guard = init_logging(options.log_json);
@@ -241,53 +410,69 @@ pub fn run(options: ServeOptions, registry: Registry) -> Result<(), String> {
         Some(files) => Some(files.load()?),
         None => None,
     };
-    let listener = std::net::TcpListener::bind(options.http)
-        .map_err(|e| format!("--http {}: cannot listen: {e}", options.http))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| format!("--http {}: {e}", options.http))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| format!("--http {local}: {e}"))?;
-    runtime.block_on(async move {
+    let (http, http_addr) = bind("--http", options.http)?;
+    let (grpc, grpc_addr) = match options.grpc {
+        Some(grpc) if grpc != options.http || grpc.port() == 0 => {
+            let (listener, local) = bind("--grpc", grpc)?;
+            (Some(listener), local)
+        }
+        _ => (None, http_addr),
+    };
+    let listeners = Listeners { http, grpc };
+    let served = runtime.block_on(async move {
+        let shutdown = shutdown_signal();
         let keys = signer.addresses().len();
         let state = AppState::new(signer, registry, tokens, options.limits, options.batcher);
         let scheme = if tls.is_some() { "https" } else { "http" };
-        tracing::info!(http = %local, scheme, mtls = options.tls.as_ref().is_some_and(|t| t.client_ca.is_some()), keys, backends = ?state.registry.names(), "listening");
-        let served = match tls {
-            Some(tls) => serve_tls(listener, state, tls, shutdown_signal()).await,
-            None => match tokio::net::TcpListener::from_std(listener) {
-                Ok(listener) => serve(listener, state, shutdown_signal()).await,
-                Err(e) => Err(e),
-            },
-        };
-        served.map_err(|e| format!("server failed: {e}"))?;
-        tracing::info!("stopped after finishing the requests in flight");
-        Ok(())
-    })
+        tracing::info!(http = %http_addr, grpc = %grpc_addr, scheme, mtls = options.tls.as_ref().is_some_and(|t| t.client_ca.is_some()), keys, backends = ?state.registry.names(), "listening");
+        serve_listeners(
+            state,
+            listeners,
+            tls,
+            shutdown,
+            options.shutdown_grace,
+        )
+        .await
+        .map_err(|e| format!("server failed: {e}"))
+    });
+    // Tasks of connections abandoned after the grace period end here, with the runtime.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served?;
+    tracing::info!("stopped");
+    Ok(())
 }
 
-/// Completes on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    let interrupt = async {
+/// Completes on SIGTERM or SIGINT. The handlers are installed when this is called (inside a Tokio
+/// runtime), not when the future is first polled, so a signal sent as soon as the `listening`
+/// line is out is already caught rather than killing the process.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let terminate = signal(SignalKind::terminate());
+        let interrupt = signal(SignalKind::interrupt());
+        async move {
+            // A handler that could not be installed never fires (the other still can).
+            let wait = |handler: std::io::Result<tokio::signal::unix::Signal>| async move {
+                match handler {
+                    Ok(mut handler) => {
+                        handler.recv().await;
+                    }
+                    Err(_) => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = wait(interrupt) => tracing::info!("SIGINT: shutting down"),
+                _ = wait(terminate) => tracing::info!("SIGTERM: shutting down"),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = interrupt => tracing::info!("SIGINT: shutting down"),
-        _ = terminate => tracing::info!("SIGTERM: shutting down"),
+        tracing::info!("Ctrl-C: shutting down");
     }
 }
 

@@ -5,11 +5,27 @@
 //! Method labels come from a fixed list, so a client sending random method names cannot grow the
 //! label set without bound. Also counted: signatures by kind, verifications and recoveries by
 //! backend, verification batches, and the process's resident memory (read at scrape time).
+//!
+//! Every request used to resolve its label three times in the `prometheus` vectors (a hash of
+//! the label and a lock each, for the request counter, the error counter and the histogram), and
+//! the HTTP middleware first built the label with `format!`. The resolved handles of each label
+//! are now kept in a small map of our own the first time the label is seen, looked up once per
+//! request under a read lock; the middleware looks up its route by method and matched path
+//! without building the label string. A series still appears in `/metrics` only once it has been
+//! counted (the error counter of a label is resolved at its first error), so the exposition is
+//! unchanged. The map holds at most [`CACHED_LABELS`] labels; past
+//! that a label is resolved the old way.
 
+use axum::http::Method;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
+
+/// Most labels whose handles [`Metrics`] keeps (the routes and methods number a few dozen).
+pub const CACHED_LABELS: usize = 256;
 
 /// The label used for every JSON-RPC method the server does not know.
 pub const UNKNOWN_METHOD: &str = "unknown";
@@ -26,6 +42,12 @@ pub struct Metrics {
     recoveries: IntCounterVec,
     verify_batches: IntCounterVec,
     resident_memory: IntGauge,
+    /// Handles by label (JSON-RPC and gRPC methods).
+    labels: Arc<RwLock<HashMap<Box<str>, Cached>>>,
+    /// Handles of HTTP routes, by matched path, then by HTTP method.
+    routes: Arc<RwLock<RouteMap>>,
+    /// The handles of requests no route matched.
+    unmatched: Arc<OnceLock<Cached>>,
 }
 
 impl Default for Metrics {
@@ -107,18 +129,76 @@ impl Metrics {
             recoveries,
             verify_batches,
             resident_memory,
+            labels: Arc::default(),
+            routes: Arc::default(),
+            unmatched: Arc::default(),
         }
     }
 
-    /// Records one answered request.
+    /// Records one answered request under the label `method`.
     pub fn request(&self, method: &str, elapsed: Duration, failed: bool) {
-        self.requests.with_label_values(&[method]).inc();
-        if failed {
-            self.errors.with_label_values(&[method]).inc();
+        if let Some(handles) = read(&self.labels).get(method) {
+            return self.observe(handles, elapsed, failed, || method.to_string());
         }
-        self.latency
-            .with_label_values(&[method])
-            .observe(elapsed.as_secs_f64());
+        let handles = self.cached(method);
+        self.observe(&handles, elapsed, failed, || method.to_string());
+        let mut labels = write(&self.labels);
+        if labels.len() < CACHED_LABELS {
+            labels.entry(method.into()).or_insert(handles);
+        }
+    }
+
+    /// Records one answered HTTP request under its route: the label `"{method} {path}"` for a
+    /// matched path, `unmatched` without one.
+    pub fn route(&self, method: &Method, path: Option<&str>, elapsed: Duration, failed: bool) {
+        let Some(path) = path else {
+            let handles = self.unmatched.get_or_init(|| self.cached("unmatched"));
+            return self.observe(handles, elapsed, failed, || "unmatched".to_string());
+        };
+        let label = || format!("{method} {path}");
+        if let Some(handles) = read(&self.routes)
+            .get(path)
+            .and_then(|by_method| by_method.iter().find(|(m, _)| m == method))
+        {
+            return self.observe(&handles.1, elapsed, failed, label);
+        }
+        let handles = self.cached(&label());
+        self.observe(&handles, elapsed, failed, label);
+        let mut routes = write(&self.routes);
+        let cached: usize = routes.values().map(Vec::len).sum();
+        if cached < CACHED_LABELS {
+            let by_method = routes.entry(path.into()).or_default();
+            if !by_method.iter().any(|(m, _)| m == method) {
+                by_method.push((method.clone(), handles));
+            }
+        }
+    }
+
+    /// The request and latency handles of `label`; the error counter is left for the first
+    /// error, so that its series appears only then, as before the cache.
+    fn cached(&self, label: &str) -> Cached {
+        Cached {
+            requests: self.requests.with_label_values(&[label]),
+            latency: self.latency.with_label_values(&[label]),
+            errors: OnceLock::new(),
+        }
+    }
+
+    fn observe(
+        &self,
+        handles: &Cached,
+        elapsed: Duration,
+        failed: bool,
+        label: impl FnOnce() -> String,
+    ) {
+        handles.requests.inc();
+        if failed {
+            handles
+                .errors
+                .get_or_init(|| self.errors.with_label_values(&[&label()]))
+                .inc();
+        }
+        handles.latency.observe(elapsed.as_secs_f64());
     }
 
     /// The request, error and latency series of one method, resolved once, for callers that
@@ -164,6 +244,16 @@ impl Metrics {
     }
 }
 
+/// Matched path, then HTTP method, to the route's handles.
+type RouteMap = HashMap<Box<str>, Vec<(Method, Cached)>>;
+
+/// A label's handles as the cache keeps them.
+struct Cached {
+    requests: prometheus::IntCounter,
+    latency: prometheus::Histogram,
+    errors: OnceLock<prometheus::IntCounter>,
+}
+
 /// One method's series (see [`Metrics::method`]).
 #[derive(Clone)]
 pub struct MethodMetrics {
@@ -183,10 +273,102 @@ impl MethodMetrics {
     }
 }
 
+/// The map for reading; a panic while it was held leaves it usable (it only ever grows).
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// VmRSS from /proc/self/status (Linux); `None` elsewhere.
 fn resident_memory_bytes() -> Option<i64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line<'a>(text: &'a str, series: &str) -> Option<&'a str> {
+        text.lines().find(|l| l.starts_with(series))
+    }
+
+    #[test]
+    fn cached_handles_count_like_the_labels_they_stand_for() {
+        let metrics = Metrics::new();
+        let ms = Duration::from_millis(1);
+        // Nothing counted yet: no series (the cache creates none ahead of use).
+        assert!(!metrics.render().contains("chainsig_requests_total{"));
+        for failed in [false, true, false] {
+            metrics.route(&Method::POST, Some("/"), ms, failed);
+            metrics.request("eth_sign", ms, failed);
+        }
+        metrics.route(&Method::GET, Some("/"), ms, true);
+        metrics.route(&Method::GET, None, ms, false);
+        let text = metrics.render();
+        let count = |series: &str| line(&text, series).map(|l| l.rsplit(' ').next().unwrap());
+        assert_eq!(
+            count(r#"chainsig_requests_total{method="POST /"}"#),
+            Some("3")
+        );
+        assert_eq!(
+            count(r#"chainsig_request_errors_total{method="POST /"}"#),
+            Some("1")
+        );
+        assert_eq!(
+            count(r#"chainsig_requests_total{method="GET /"}"#),
+            Some("1")
+        );
+        assert_eq!(
+            count(r#"chainsig_request_errors_total{method="GET /"}"#),
+            Some("1")
+        );
+        assert_eq!(
+            count(r#"chainsig_requests_total{method="eth_sign"}"#),
+            Some("3")
+        );
+        assert_eq!(
+            count(r#"chainsig_requests_total{method="unmatched"}"#),
+            Some("1")
+        );
+        assert_eq!(
+            count(r#"chainsig_request_errors_total{method="unmatched"}"#),
+            None,
+            "no error series before an error"
+        );
+        assert_eq!(
+            count(r#"chainsig_request_duration_seconds_count{method="eth_sign"}"#),
+            Some("3")
+        );
+    }
+
+    #[test]
+    fn labels_past_the_cache_limit_are_still_counted() {
+        let metrics = Metrics::new();
+        let ms = Duration::from_millis(1);
+        for round in 0..2 {
+            for i in 0..CACHED_LABELS + 10 {
+                metrics.request(&format!("m{i}"), ms, round == 1);
+                metrics.route(&Method::PUT, Some(&format!("/p{i}")), ms, false);
+            }
+        }
+        assert!(read(&metrics.labels).len() <= CACHED_LABELS);
+        let cached: usize = read(&metrics.routes).values().map(Vec::len).sum();
+        assert!(cached <= CACHED_LABELS);
+        let text = metrics.render();
+        let last = CACHED_LABELS + 9;
+        assert!(text.contains(&format!("chainsig_requests_total{{method=\"m{last}\"}} 2")));
+        assert!(text.contains(&format!(
+            "chainsig_request_errors_total{{method=\"m{last}\"}} 1"
+        )));
+        assert!(text.contains(&format!(
+            "chainsig_requests_total{{method=\"PUT /p{last}\"}} 2"
+        )));
+    }
 }

@@ -57,6 +57,16 @@ async fn start(
     client_ca: Option<&Authority>,
     tokens: Option<&str>,
 ) -> TlsServer {
+    start_with(server_ca, client_ca, tokens, false).await.0
+}
+
+/// A TLS server, with a separate gRPC listener (its address returned) when `grpc_listener`.
+async fn start_with(
+    server_ca: &Authority,
+    client_ca: Option<&Authority>,
+    tokens: Option<&str>,
+    grpc_listener: bool,
+) -> (TlsServer, Option<SocketAddr>) {
     let dir = tempfile::tempdir().unwrap();
     common::write_keys(dir.path(), &[common::EIP155_KEY]);
     let (cert, key) = server_ca.issue("localhost", false);
@@ -83,21 +93,45 @@ async fn start(
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(chainsig_server::serve_tls(listener, state, config, async {
+    let stopped = async {
         let _ = stopped.await;
-    }));
-    TlsServer {
+    };
+    let (task, grpc_addr) = if grpc_listener {
+        let grpc = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let grpc_addr = grpc.local_addr().unwrap();
+        let listeners = chainsig_server::Listeners {
+            http: listener,
+            grpc: Some(grpc),
+        };
+        let task = tokio::spawn(chainsig_server::serve_listeners(
+            state,
+            listeners,
+            Some(config),
+            stopped,
+            None,
+        ));
+        (task, Some(grpc_addr))
+    } else {
+        let task = tokio::spawn(chainsig_server::serve_tls(listener, state, config, stopped));
+        (task, None)
+    };
+    let server = TlsServer {
         addr,
         stop: Some(stop),
         task,
         _dir: dir,
-    }
+    };
+    (server, grpc_addr)
 }
 
 impl TlsServer {
     async fn stop(mut self) {
         let _ = self.stop.take().unwrap().send(());
-        self.task.await.unwrap().unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(20), self.task)
+            .await
+            .expect("the server stops within 20 s")
+            .unwrap()
+            .unwrap();
     }
 }
 
@@ -355,5 +389,98 @@ async fn grpc_over_tls_and_mutual_tls() {
             "a client without an accepted certificate was served"
         );
     }
+    server.stop().await;
+}
+
+/// Fails the test when `future` takes more than 20 s.
+async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(20), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within 20 s"))
+}
+
+#[tokio::test]
+async fn separate_grpc_listener_has_the_same_tls_and_mutual_tls() {
+    use chainsig_server::grpc::pb::signer_client::SignerClient;
+    let server_ca = Authority::new("server CA");
+    let client_ca = Authority::new("client CA");
+    let (server, grpc) = start_with(&server_ca, Some(&client_ca), Some("tls-grpc"), true).await;
+    let grpc = grpc.unwrap();
+    let good = client_ca.issue("grpc-client", true);
+    let channel = within("TLS connect", grpc_over_tls(grpc, &server_ca, Some(&good)))
+        .await
+        .unwrap();
+    let token = |t: &'static str| {
+        move |mut request: tonic::Request<()>| {
+            request
+                .metadata_mut()
+                .insert("authorization", format!("Bearer {t}").parse().unwrap());
+            Ok(request)
+        }
+    };
+    let signed = within(
+        "SignTransaction",
+        SignerClient::with_interceptor(channel.clone(), token("tls-grpc"))
+            .sign_transaction(grpc_sign_request()),
+    )
+    .await
+    .unwrap()
+    .into_inner()
+    .signed
+    .unwrap();
+    assert_eq!(
+        chainsig_eth::decode_raw(&signed.raw)
+            .unwrap()
+            .from
+            .to_checksum(None),
+        "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F"
+    );
+    // The tokens apply on the gRPC listener too.
+    let status = within(
+        "SignTransaction",
+        SignerClient::new(channel).sign_transaction(grpc_sign_request()),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated);
+    // Without a client certificate, or with one from another CA: not served.
+    let stranger = Authority::new("stranger CA").issue("grpc-client-2", true);
+    for client in [None, Some(&stranger)] {
+        let refused = match within("TLS connect", grpc_over_tls(grpc, &server_ca, client)).await {
+            Err(_) => true,
+            Ok(channel) => within(
+                "SignTransaction",
+                SignerClient::with_interceptor(channel, token("tls-grpc"))
+                    .sign_transaction(grpc_sign_request()),
+            )
+            .await
+            .is_err(),
+        };
+        assert!(
+            refused,
+            "a client without an accepted certificate was served"
+        );
+    }
+    // Plain-text HTTP/2 (h2c) on the TLS gRPC port gets no answer.
+    let plain = tonic::transport::Endpoint::from_shared(format!("http://{grpc}"))
+        .unwrap()
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .timeout(std::time::Duration::from_secs(5));
+    let refused = match within("h2c connect", plain.connect()).await {
+        Err(_) => true,
+        Ok(channel) => within(
+            "SignTransaction",
+            SignerClient::with_interceptor(channel, token("tls-grpc"))
+                .sign_transaction(grpc_sign_request()),
+        )
+        .await
+        .is_err(),
+    };
+    assert!(refused, "plain text was served on the TLS gRPC listener");
+    // And the HTTP listener keeps its TLS.
+    let (status, body) = exchange(server.addr, &server_ca, Some(&good), UPCHECK)
+        .await
+        .unwrap();
+    assert_eq!((status, body.as_str()), (200, "OK"));
     server.stop().await;
 }
