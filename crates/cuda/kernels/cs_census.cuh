@@ -12,66 +12,37 @@
 #define OPND(k) (a + (k) * 4096)
 #define OUTW(k) (o + (k) * 4096)
 
-CENSUS_KERNEL(census_base) {
-  const u32 i = threadIdx.x;
-  fe x, y, r;
-  CENSUS_LOAD(x, OPND(0)) CENSUS_LOAD(y, OPND(1))
+// A kernel of two field operands and one field result, computed by the statement OP.
+#define CENSUS_FE2(name, OP)                     \
+  CENSUS_KERNEL(name) {                          \
+    const u32 i = threadIdx.x;                   \
+    fe x, y, r;                                  \
+    CENSUS_LOAD(x, OPND(0)) CENSUS_LOAD(y, OPND(1)) \
+    OP;                                          \
+    CENSUS_STORE(r, OUTW(0))                     \
+  }
+
+CS_FN void census_xor(fe& r, const fe& a, const fe& b) {
 #pragma unroll
-  for (int j = 0; j < 8; j++) r.v[j] = x.v[j] ^ y.v[j];
-  CENSUS_STORE(r, OUTW(0))
+  for (int j = 0; j < 8; j++) r.v[j] = a.v[j] ^ b.v[j];
 }
 
-CENSUS_KERNEL(census_fe_add) {
-  const u32 i = threadIdx.x;
-  fe x, y, r;
-  CENSUS_LOAD(x, OPND(0)) CENSUS_LOAD(y, OPND(1))
-  fe_add(r, x, y);
-  CENSUS_STORE(r, OUTW(0))
-}
-
-CENSUS_KERNEL(census_fe_sub) {
-  const u32 i = threadIdx.x;
-  fe x, y, r;
-  CENSUS_LOAD(x, OPND(0)) CENSUS_LOAD(y, OPND(1))
-  fe_sub(r, x, y);
-  CENSUS_STORE(r, OUTW(0))
-}
-
-CENSUS_KERNEL(census_fe_mul) {
-  const u32 i = threadIdx.x;
-  fe x, y, r;
-  CENSUS_LOAD(x, OPND(0)) CENSUS_LOAD(y, OPND(1))
-  fe_mul(r, x, y);
-  CENSUS_STORE(r, OUTW(0))
-}
-
-CENSUS_KERNEL(census_fe_sqr) {
-  const u32 i = threadIdx.x;
-  fe x, y, r;
-  CENSUS_LOAD(x, OPND(0)) CENSUS_LOAD(y, OPND(1))
+// The square, with y folded in so that the kernel keeps the baseline's loads.
+CS_FN void census_sqr(fe& r, const fe& x, const fe& y) {
   fe_sqr(r, x);
-#pragma unroll
-  for (int j = 0; j < 8; j++) r.v[j] ^= y.v[j];  // keep the baseline's loads
-  CENSUS_STORE(r, OUTW(0))
+  census_xor(r, r, y);
 }
 
 // The 512-bit product alone: its high half is folded into the stored words by XOR.
-CENSUS_KERNEL(census_mul_wide) {
-  const u32 i = threadIdx.x;
-  fe x, y, r;
-  CENSUS_LOAD(x, OPND(0)) CENSUS_LOAD(y, OPND(1))
+CS_FN void census_mul_wide(fe& r, const fe& x, const fe& y) {
   u32 t[16];
   u256_mul_wide(t, x, y);
 #pragma unroll
   for (int j = 0; j < 8; j++) r.v[j] = t[j] ^ t[j + 8];
-  CENSUS_STORE(r, OUTW(0))
 }
 
 // The reduction alone, of the 512-bit value made of the two operands.
-CENSUS_KERNEL(census_reduce) {
-  const u32 i = threadIdx.x;
-  fe x, y, r;
-  CENSUS_LOAD(x, OPND(0)) CENSUS_LOAD(y, OPND(1))
+CS_FN void census_reduce(fe& r, const fe& x, const fe& y) {
   u32 t[16];
 #pragma unroll
   for (int j = 0; j < 8; j++) {
@@ -79,8 +50,15 @@ CENSUS_KERNEL(census_reduce) {
     t[j + 8] = y.v[j];
   }
   fe_reduce_wide(r, t);
-  CENSUS_STORE(r, OUTW(0))
 }
+
+CENSUS_FE2(census_base, census_xor(r, x, y))
+CENSUS_FE2(census_fe_add, fe_add(r, x, y))
+CENSUS_FE2(census_fe_sub, fe_sub(r, x, y))
+CENSUS_FE2(census_fe_mul, fe_mul(r, x, y))
+CENSUS_FE2(census_fe_sqr, census_sqr(r, x, y))
+CENSUS_FE2(census_mul_wide, census_mul_wide(r, x, y))
+CENSUS_FE2(census_reduce, census_reduce(r, x, y))
 
 CENSUS_KERNEL(census_pt_dbl) {
   const u32 i = threadIdx.x;
