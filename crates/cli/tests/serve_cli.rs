@@ -285,11 +285,7 @@ fn separate_grpc_listener_serves_until_sigterm_and_exits_zero() {
         use chainsig_server::grpc::pb::{self, signer_client::SignerClient};
         let (items, queue) = tokio::sync::mpsc::channel(4);
         let mut client = SignerClient::new(grpc_channel(grpc_addr).await);
-        let mut with_token =
-            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(queue));
-        with_token
-            .metadata_mut()
-            .insert("authorization", "Bearer tok-1".parse().unwrap());
+        let with_token = authorized(tokio_stream::wrappers::ReceiverStream::new(queue));
         let mut answers = within("SignStream", client.sign_stream(with_token))
             .await
             .expect("a signing stream")
@@ -405,6 +401,15 @@ fn check_signed(signed: &chainsig_server::grpc::pb::SignedTransaction) {
     );
 }
 
+/// A gRPC request carrying the test's bearer token.
+fn authorized<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", "Bearer tok-1".parse().unwrap());
+    request
+}
+
 /// gRPC to the binary at `addr` (h2c): Signer.SignTransaction refused without the token,
 /// answered with it, and the raw transaction decodes and recovers to the key's address.
 async fn grpc_sign(addr: SocketAddr) {
@@ -417,10 +422,7 @@ async fn grpc_sign(addr: SocketAddr) {
         .await
         .expect_err("no token");
     assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
-    let mut with_token = tonic::Request::new(request);
-    with_token
-        .metadata_mut()
-        .insert("authorization", "Bearer tok-1".parse().unwrap());
+    let with_token = authorized(request);
     let signed = within("SignTransaction", client.sign_transaction(with_token))
         .await
         .expect("signed over gRPC")
@@ -463,10 +465,7 @@ async fn grpc_verify(addr: SocketAddr) {
         .await
         .expect_err("no token");
     assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
-    let mut with_token = tonic::Request::new(request);
-    with_token
-        .metadata_mut()
-        .insert("authorization", "Bearer tok-1".parse().unwrap());
+    let with_token = authorized(request);
     let answer = within("VerifyBatch", client.verify_batch(with_token))
         .await
         .expect("verified over gRPC")
