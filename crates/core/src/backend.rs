@@ -17,6 +17,10 @@ pub enum BackendError {
     /// The device failed while working; the batch can be retried elsewhere.
     #[error("device error in backend {backend}: {reason}")]
     Device { backend: String, reason: String },
+    /// The request itself is wrong for this backend (such as a record naming a signer that was
+    /// never loaded); retrying elsewhere would not help.
+    #[error("backend {backend} refused the request: {reason}")]
+    Input { backend: String, reason: String },
     #[error("unknown backend {0:?}")]
     UnknownName(String),
 }

@@ -2,11 +2,24 @@
 // The host appends one CS_INSTANTIATE line per configuration it needs (see src/kernel.rs).
 #pragma once
 
+// Stage 3: the block's verdicts gathered by warp ballots in shared memory and written as 64-bit
+// bitmap words (every thread of the block calls it, in or out of range).
+__device__ __forceinline__ void cs_write_verdicts(bool ok, unsigned long long* __restrict__ out) {
+  __shared__ u32 votes[32];
+  const u32 ballot = __ballot_sync(0xffffffffu, ok);
+  if ((threadIdx.x & 31) == 0) votes[threadIdx.x >> 5] = ballot;
+  __syncthreads();
+  const u32 words = blockDim.x >> 6;  // block size is a multiple of 64
+  if (threadIdx.x < words)
+    out[blockIdx.x * words + threadIdx.x] =
+        (unsigned long long)votes[2 * threadIdx.x] |
+        ((unsigned long long)votes[2 * threadIdx.x + 1] << 32);
+}
+
 template <int MODE, int INV, int COMPRESS, int ROWMAJOR>
 __device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 stride, u32 count,
                                                 const u32* __restrict__ gtab,
                                                 unsigned long long* __restrict__ out) {
-  __shared__ u32 votes[32];
   const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
   bool ok = false;
   if (i < count) {
@@ -31,20 +44,44 @@ __device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 
     }
     ok = cs_verify<MODE, INV, COMPRESS>(s, gtab);
   }
-  const u32 ballot = __ballot_sync(0xffffffffu, ok);
-  if ((threadIdx.x & 31) == 0) votes[threadIdx.x >> 5] = ballot;
-  __syncthreads();
-  const u32 words = blockDim.x >> 6;  // block size is a multiple of 64
-  if (threadIdx.x < words)
-    out[blockIdx.x * words + threadIdx.x] =
-        (unsigned long long)votes[2 * threadIdx.x] |
-        ((unsigned long long)votes[2 * threadIdx.x + 1] << 32);
+  cs_write_verdicts(ok, out);
 }
 
 #define CS_INSTANTIATE(name, M, I, C, L)                                                   \
   extern "C" __global__ void name(const u32* in, u32 stride, u32 count, const u32* gtab,   \
                                   unsigned long long* out) {                               \
     cs_verify_entry<M, I, C, L>(in, stride, count, gtab, out);                             \
+  }
+
+// Known signers: column-major rows e, r, s (8 words each), then the signer's index into ktabs,
+// which holds one fixed-base table (CS_GTABLE_WORDS words) per signer.
+#define CS_SIGNED_ROWS 25
+
+__device__ __forceinline__ void cs_verify_signed_entry(const u32* __restrict__ in, u32 stride,
+                                                       u32 count, const u32* __restrict__ gtab,
+                                                       const u32* __restrict__ ktabs,
+                                                       unsigned long long* __restrict__ out) {
+  const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  bool ok = false;
+  if (i < count) {
+    fe e, r, s;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      e.v[j] = __ldg(in + (size_t)j * stride + i);
+      r.v[j] = __ldg(in + (size_t)(8 + j) * stride + i);
+      s.v[j] = __ldg(in + (size_t)(16 + j) * stride + i);
+    }
+    const u32 signer = __ldg(in + (size_t)24 * stride + i);
+    ok = cs_verify_signed(e, r, s, gtab, ktabs + (size_t)signer * CS_GTABLE_WORDS);
+  }
+  cs_write_verdicts(ok, out);
+}
+
+// Only fast-mode modules carry the known-signer kernel (src/kernel.rs).
+#define CS_INSTANTIATE_SIGNED(name)                                                            \
+  extern "C" __global__ void name(const u32* in, u32 stride, u32 count, const u32* gtab,       \
+                                  const u32* ktabs, unsigned long long* out) {                 \
+    cs_verify_signed_entry(in, stride, count, gtab, ktabs, out);                               \
   }
 
 // Field arithmetic self-test: for operands a_i, b_i (8 words each, row-major), out_i holds the wide

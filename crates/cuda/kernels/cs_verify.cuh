@@ -10,7 +10,8 @@
 #define CS_INV_EUCLID 0
 #define CS_INV_FERMAT 1
 
-// Fixed-base table: entry (j, b) = b * 256^j * G for j < 32, 1 <= b <= 255, affine, 16 words each.
+// Fixed-base table of a point B: entry (j, b) = b * 256^j * B for j < 32, 1 <= b <= 255, affine,
+// 16 words each. B is G for every signature; a known signer's key gets a table of its own.
 #define CS_GTABLE_ENTRIES (32 * 255)
 #define CS_GTABLE_WORDS (CS_GTABLE_ENTRIES * 16)
 
@@ -70,9 +71,9 @@ CS_FN void fe_inv(fe& r, const fe& a) {
     fe_inv_euclid(r, a);
 }
 
-CS_FN void gtable_load(apt& q, const u32* gtab, u32 idx) {
+CS_FN void table_load(apt& q, const u32* tab, u32 idx) {
 #if defined(__CUDA_ARCH__)
-  const uint4* p = reinterpret_cast<const uint4*>(gtab) + idx * 4;
+  const uint4* p = reinterpret_cast<const uint4*>(tab) + idx * 4;
   uint4 a = __ldg(p), b = __ldg(p + 1), c = __ldg(p + 2), d = __ldg(p + 3);
   q.x.v[0] = a.x; q.x.v[1] = a.y; q.x.v[2] = a.z; q.x.v[3] = a.w;
   q.x.v[4] = b.x; q.x.v[5] = b.y; q.x.v[6] = b.z; q.x.v[7] = b.w;
@@ -80,19 +81,20 @@ CS_FN void gtable_load(apt& q, const u32* gtab, u32 idx) {
   q.y.v[4] = d.x; q.y.v[5] = d.y; q.y.v[6] = d.z; q.y.v[7] = d.w;
 #else
   for (int i = 0; i < 8; i++) {
-    q.x.v[i] = gtab[idx * 16 + i];
-    q.y.v[i] = gtab[idx * 16 + 8 + i];
+    q.x.v[i] = tab[idx * 16 + i];
+    q.y.v[i] = tab[idx * 16 + 8 + i];
   }
 #endif
 }
 
-// R = s * G from the fixed-base table: 32 affine additions, no doublings.
-CS_FN void mul_g_fixed(jpt& R, const fe& s, const u32* gtab) {
+// R = k * B from B's fixed-base table: 32 affine additions, no doublings. For 0 < k < n no partial
+// sum meets the next entry or its negative, so the additions never hit an exceptional case.
+CS_FN void mul_fixed(jpt& R, const fe& k, const u32* tab) {
   pt_set_inf(R);
   for (int j = 0; j < 32; j++) {
-    u32 byte = (fe_word(s, j >> 2) >> ((j & 3) * 8)) & 0xffu;
+    u32 byte = (fe_word(k, j >> 2) >> ((j & 3) * 8)) & 0xffu;
     apt q;
-    gtable_load(q, gtab, (u32)j * 255u + (byte ? byte - 1u : 0u));
+    table_load(q, tab, (u32)j * 255u + (byte ? byte - 1u : 0u));
     pt_add_affine(R, q, byte == 0);
   }
 }
@@ -153,7 +155,7 @@ CS_FN void mul_separate(jpt& R, const fe& s, const fe& t, const apt& P, const u3
       pt_add_affine(tp, P, ((tw >> bit) & 1u) == 0);
     }
   }
-  mul_g_fixed(R, s, gtab);
+  mul_fixed(R, s, gtab);
   pt_add_jac(R, tp);
 }
 
@@ -197,17 +199,40 @@ CS_FN void mul_fast(jpt& R, const fe& s, const fe& t, const apt& P, const u32* g
   fe ny;
   fe_neg(ny, acc.Y);
   fe_cmov(acc.Y, ny, even);
-  mul_g_fixed(R, s, gtab);
+  mul_fixed(R, s, gtab);
   pt_add_jac(R, acc);
+}
+
+// The checks before any point arithmetic: r and s in [1, n), then t = r + s mod n, nonzero.
+CS_FN bool cs_scalars(fe& t, const fe& r, const fe& s) {
+  if (!scalar_in_range(r) || !scalar_in_range(s)) return false;
+  scalar_add_mod_n(t, r, s);
+  return !fe_is_zero(t);
+}
+
+// (e + x1) mod n == r for the Jacobian R = (X, Y, Z) without inverting Z: x1 = X / Z^2 lies in
+// [0, p) and x1 mod n = v = (r - e) mod n, so x1 is v or v + n (p > n).
+CS_FN bool cs_x_matches(const jpt& R, const fe& e_in, const fe& r) {
+  if (fe_is_zero(R.Z)) return false;  // s*G + t*P at infinity
+  fe e, v, n, z2, cand, w;
+  fe_copy(e, e_in);
+  scalar_reduce_once(e);
+  CS_LOAD_CONST(n, curve_n);
+  if (u256_sub(v.v, r.v, e.v)) u256_add(v.v, v.v, n.v);
+  fe_sqr(z2, R.Z);
+  fe_mul(cand, v, z2);
+  if (fe_eq(cand, R.X)) return true;
+  u32 c = u256_add(w.v, v.v, n.v);
+  if (c || u256_ge_const_p(w)) return false;
+  fe_mul(cand, w, z2);
+  return fe_eq(cand, R.X);
 }
 
 // The whole verification. gtab is unused in paper mode.
 template <int MODE, int INV, int COMPRESS>
 CS_FN bool cs_verify(const sig_in& in, const u32* gtab) {
-  if (!scalar_in_range(in.r) || !scalar_in_range(in.s)) return false;
   fe t;
-  scalar_add_mod_n(t, in.r, in.s);
-  if (fe_is_zero(t)) return false;
+  if (!cs_scalars(t, in.r, in.s)) return false;
   apt P;
   fe_copy(P.x, in.px);
   if (COMPRESS) {
@@ -222,28 +247,28 @@ CS_FN bool cs_verify(const sig_in& in, const u32* gtab) {
     mul_separate(R, in.s, t, P, gtab);
   else
     mul_fast(R, in.s, t, P, gtab);
+  if (MODE == CS_MODE_FAST) return cs_x_matches(R, in.e, in.r);
   if (fe_is_zero(R.Z)) return false;  // s*G + t*P at infinity
   fe e;
   fe_copy(e, in.e);
   scalar_reduce_once(e);
-  if (MODE == CS_MODE_FAST) {
-    // No inversion: x1 = X / Z^2 lies in [0, p) and x1 mod n = v = (r - e) mod n, so x1 is v or v + n.
-    fe v, n, z2, cand, w;
-    CS_LOAD_CONST(n, curve_n);
-    if (u256_sub(v.v, in.r.v, e.v)) u256_add(v.v, v.v, n.v);
-    fe_sqr(z2, R.Z);
-    fe_mul(cand, v, z2);
-    if (fe_eq(cand, R.X)) return true;
-    u32 c = u256_add(w.v, v.v, n.v);
-    if (c || u256_ge_const_p(w)) return false;
-    fe_mul(cand, w, z2);
-    return fe_eq(cand, R.X);
-  } else {
-    apt A;
-    pt_to_affine<INV>(A, R);
-    scalar_reduce_once(A.x);
-    fe sum;
-    scalar_add_mod_n(sum, e, A.x);
-    return fe_eq(sum, in.r);
-  }
+  apt A;
+  pt_to_affine<INV>(A, R);
+  scalar_reduce_once(A.x);
+  fe sum;
+  scalar_add_mod_n(sum, e, A.x);
+  return fe_eq(sum, in.r);
+}
+
+// A known signer's verification: s*G and t*P both from fixed-base tables (ktab is the signer's),
+// 64 affine additions and no doubling at all, then the comparison of the fast mode.
+CS_FN bool cs_verify_signed(const fe& e, const fe& r, const fe& s, const u32* gtab,
+                            const u32* ktab) {
+  fe t;
+  if (!cs_scalars(t, r, s)) return false;
+  jpt R, Q;
+  mul_fixed(R, s, gtab);
+  mul_fixed(Q, t, ktab);
+  pt_add_jac(R, Q);
+  return cs_x_matches(R, e, r);
 }

@@ -75,14 +75,12 @@ int cs_host_decompress(const u32* x, u32 parity, u32* y) {
   return 1;
 }
 
-// Fills the fixed-base table (CS_GTABLE_WORDS words): 8160 Jacobian points made affine with one
-// shared inversion (Montgomery's trick).
-void cs_host_build_gtable(u32* out) {
+// Fills the fixed-base table of the affine point B (CS_GTABLE_WORDS words): 8160 Jacobian points
+// made affine with one shared inversion (Montgomery's trick). B must be a point of the curve.
+static void build_table(const apt& B, u32* out) {
   std::vector<jpt> pts(CS_GTABLE_ENTRIES);
-  apt g;
-  curve_g(g);
   jpt base;
-  pt_from_affine(base, g);
+  pt_from_affine(base, B);
   for (int j = 0; j < 32; j++) {
     jpt acc = base;
     pts[j * 255] = acc;
@@ -114,6 +112,31 @@ void cs_host_build_gtable(u32* out) {
       out[i * 16 + 8 + w] = y.v[w];
     }
   }
+}
+
+// The table of G, which every verification uses.
+void cs_host_build_gtable(u32* out) {
+  apt g;
+  curve_g(g);
+  build_table(g, out);
+}
+
+// The table of a known signer's public key (x, y), checked on the curve by the caller.
+void cs_host_build_key_table(const u32* x, const u32* y, u32* out) {
+  apt p;
+  load8(p.x, x);
+  load8(p.y, y);
+  build_table(p, out);
+}
+
+// Verifies one signature by a known signer whose table is ktab. Returns 1 for valid.
+int cs_host_verify_signed(const u32* e, const u32* r, const u32* s, const u32* gtab,
+                          const u32* ktab) {
+  fe a, b, c;
+  load8(a, e);
+  load8(b, r);
+  load8(c, s);
+  return cs_verify_signed(a, b, c, gtab, ktab) ? 1 : 0;
 }
 
 // 1 when (x, y) satisfies y^2 = x^3 - 3x + b with x, y < p.

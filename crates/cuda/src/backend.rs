@@ -8,6 +8,7 @@
 use crate::host;
 use crate::kernel::{self, KernelConfig, Resources};
 use crate::messages::MessageBatch;
+use crate::signers::{SignerBatch, SignerKey, SIGNED_ROWS};
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::backend::{Backend, BackendError};
 use chainsig_core::batch::{Batch, LIMBS, OPERANDS, PY};
@@ -239,6 +240,28 @@ struct Engine {
     arch: String,
     /// `cs_sm3_e`, compiled at the first batch that carries messages.
     sm3: Option<CudaFunction>,
+    /// `cs_verify_signed` from the main module (fast mode only).
+    signed: Option<CudaFunction>,
+    /// The known signers' tables, one after another, and how many there are.
+    ktabs: Option<(DevBuf, usize)>,
+}
+
+/// What one run of the chunk pipeline verifies.
+#[derive(Clone, Copy)]
+enum Work<'a> {
+    /// Records with their keys; with messages, e is hashed on the GPU first.
+    Records(&'a Batch, Option<(&'a MessageBatch, &'a CudaFunction)>),
+    /// Records of known signers, against the tables in `ktabs`.
+    Signed(&'a SignerBatch),
+}
+
+impl Work<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Work::Records(b, _) => b.len(),
+            Work::Signed(b) => b.len(),
+        }
+    }
 }
 
 // SAFETY: the raw pointers in Engine's buffers are only touched while the Mutex is held.
@@ -375,7 +398,16 @@ impl Engine {
         let check = module
             .load_function("cs_field_check")
             .map_err(|e| device_err("cuModuleGetFunction", e))?;
-        for f in std::iter::once(&func).chain(&compact) {
+        let signed = if cfg.kernel.mode == crate::Mode::Fast {
+            Some(
+                module
+                    .load_function(kernel::SIGNED_KERNEL)
+                    .map_err(|e| device_err("cuModuleGetFunction", e))?,
+            )
+        } else {
+            None
+        };
+        for f in std::iter::once(&func).chain(&compact).chain(&signed) {
             let max_threads = f
                 .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
                 .map_err(|e| device_err("cuFuncGetAttribute", e))?;
@@ -423,6 +455,8 @@ impl Engine {
             cfg,
             arch,
             sm3: None,
+            signed,
+            ktabs: None,
         };
         // A product miscompiled for this device must never produce a verdict: check the kernel's
         // field arithmetic against the host build before accepting work.
@@ -498,7 +532,46 @@ impl Engine {
     }
 
     fn verify(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
-        self.run(batch, None)
+        self.run(Work::Records(batch, None))
+    }
+
+    /// Replaces the known signers by `keys` (index i is keys[i]).
+    fn load_signers(&mut self, keys: &[SignerKey]) -> Result<(), BackendError> {
+        if self.signed.is_none() {
+            return Err(BackendError::Unsupported {
+                backend: NAME.into(),
+                what: "known signers outside the fast mode".into(),
+            });
+        }
+        let tables = crate::signers::build_tables(keys).map_err(|e| BackendError::Input {
+            backend: NAME.into(),
+            reason: format!("known signers: {e}"),
+        })?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| device_err("bind context", e))?;
+        self.ktabs = None; // free the old tables first
+        let buf = DevBuf::new(tables.len() * 4)?;
+        // SAFETY: buf holds exactly tables.len() words; synchronous copy.
+        unsafe { result::memcpy_htod_sync(buf.ptr, &tables) }
+            .map_err(|e| device_err("upload signer tables", e))?;
+        self.ktabs = Some((buf, keys.len()));
+        Ok(())
+    }
+
+    fn verify_signed(&mut self, batch: &SignerBatch) -> Result<Bitmap, BackendError> {
+        let loaded = self.ktabs.as_ref().map_or(0, |(_, n)| *n);
+        if let Some(max) = batch.max_signer() {
+            if max as usize >= loaded {
+                return Err(BackendError::Input {
+                    backend: NAME.into(),
+                    reason: format!(
+                        "signer {max} named, but {loaded} known signers are loaded"
+                    ),
+                });
+            }
+        }
+        self.run(Work::Signed(batch))
     }
 
     /// The SM3 kernel, compiled (or loaded from the cache) on first use.
@@ -530,17 +603,13 @@ impl Engine {
             .bind_to_thread()
             .map_err(|e| device_err("bind context", e))?;
         let sm3 = self.sm3_function()?;
-        self.run(batch.items(), Some((batch, &sm3)))
+        self.run(Work::Records(batch.items(), Some((batch, &sm3))))
     }
 
     /// The chunk pipeline. With `msgs`, each chunk's digests are computed on the GPU by the SM3
     /// kernel (into the e rows of the staged input) just before its verification kernel.
-    fn run(
-        &mut self,
-        batch: &Batch,
-        msgs: Option<(&MessageBatch, &CudaFunction)>,
-    ) -> Result<Bitmap, BackendError> {
-        let len = batch.len();
+    fn run(&mut self, work: Work) -> Result<Bitmap, BackendError> {
+        let len = work.len();
         let mut words = vec![0u64; len.div_ceil(64)];
         if len == 0 {
             return Ok(Bitmap::from_words(words, 0));
@@ -550,7 +619,11 @@ impl Engine {
             .map_err(|e| device_err("bind context", e))?;
         let chunk = self.chunk_len(len);
         // Borrows of the two fields only: the loop below borrows the slots mutably.
-        let func = pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len);
+        let func = match work {
+            Work::Records(..) => pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len),
+            Work::Signed(_) => self.signed.as_ref().expect("verify_signed checked the mode"),
+        };
+        let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
         let k = self.cfg.kernel;
         let block = self.cfg.block_size;
         let nslots = self.slots.len();
@@ -559,7 +632,10 @@ impl Engine {
             let mp = m.next_multiple_of(64);
             let grid = (mp as u32).div_ceil(block);
             let out_words = (grid * block / 64) as usize;
-            let in_words = chunk_words(&k, mp);
+            let in_words = match work {
+                Work::Records(..) => chunk_words(&k, mp),
+                Work::Signed(_) => SIGNED_ROWS * mp,
+            };
             let slot = &mut self.slots[c % nslots];
             Self::harvest(slot, &mut words)?;
             if slot.pin_in.len < in_words {
@@ -570,7 +646,10 @@ impl Engine {
                 slot.pin_out = Pinned::new(out_words)?;
                 slot.dev_out = DevBuf::new(out_words * 8)?;
             }
-            stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice());
+            match work {
+                Work::Records(batch, _) => stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice()),
+                Work::Signed(batch) => batch.stage(i0, m, mp, slot.pin_in.as_mut_slice()),
+            }
             let s = slot.stream.cu_stream();
             // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers are not
             // touched again until `done` has completed (harvest syncs on it first).
@@ -578,7 +657,7 @@ impl Engine {
                 result::memcpy_htod_async(slot.dev_in.ptr, &slot.pin_in.as_slice()[..in_words], s)
                     .map_err(|e| device_err("copy in", e))?;
             }
-            if let Some((mb, sm3)) = msgs {
+            if let Work::Records(_, Some((mb, sm3))) = work {
                 let msg_words = crate::messages::chunk_words(mb, i0, m, mp);
                 if slot.pin_msg.len < msg_words {
                     slot.pin_msg = Pinned::new(msg_words)?;
@@ -623,8 +702,13 @@ impl Engine {
                 shared_mem_bytes: 0,
             };
             let mut b = slot.stream.launch_builder(func);
-            b.arg(&din).arg(&stride).arg(&count).arg(&gt).arg(&dout);
-            // SAFETY: argument types match the kernel's (u64 pointers, u32 stride and count).
+            b.arg(&din).arg(&stride).arg(&count).arg(&gt);
+            if let Work::Signed(_) = work {
+                b.arg(&ktabs);
+            }
+            b.arg(&dout);
+            // SAFETY: argument types match the kernel's (u64 pointers, u32 stride and count, and
+            // for cs_verify_signed the tables' pointer before the output's).
             unsafe { b.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
             // SAFETY: as for the copy in.
             unsafe {
@@ -816,6 +900,27 @@ impl CudaBackend {
             .map_err(|_| device_err("verify", "poisoned lock"))?;
         let t = Instant::now();
         let map = e.verify_messages(batch)?;
+        Ok((map, t.elapsed().as_secs_f64() * 1e3))
+    }
+
+    /// Loads the known signers' fixed-base tables (522 KB of GPU memory each), replacing any loaded
+    /// before; a [`SignerBatch`] names its signers by index into `keys`. Fast mode only.
+    pub fn load_signers(&self, keys: &[SignerKey]) -> Result<(), BackendError> {
+        self.engine
+            .lock()
+            .map_err(|_| device_err("load signers", "poisoned lock"))?
+            .load_signers(keys)
+    }
+
+    /// Verifies signatures by known signers, verdict i for record i, with wall-clock time in
+    /// milliseconds. Fails if a record names a signer that is not loaded.
+    pub fn verify_signed_timed(&self, batch: &SignerBatch) -> Result<(Bitmap, f64), BackendError> {
+        let mut e = self
+            .engine
+            .lock()
+            .map_err(|_| device_err("verify", "poisoned lock"))?;
+        let t = Instant::now();
+        let map = e.verify_signed(batch)?;
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 

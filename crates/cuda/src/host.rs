@@ -28,6 +28,14 @@ mod ffi {
         pub fn cs_host_fe_inv(method: i32, a: *const u32, r: *mut u32);
         pub fn cs_host_decompress(x: *const u32, parity: u32, y: *mut u32) -> i32;
         pub fn cs_host_build_gtable(out: *mut u32);
+        pub fn cs_host_build_key_table(x: *const u32, y: *const u32, out: *mut u32);
+        pub fn cs_host_verify_signed(
+            e: *const u32,
+            r: *const u32,
+            s: *const u32,
+            gtab: *const u32,
+            ktab: *const u32,
+        ) -> i32;
         pub fn cs_host_on_curve(x: *const u32, y: *const u32) -> i32;
         pub fn cs_host_sm3_e(za: *const u32, msg: *const u8, len: u32, e: *mut u32);
     }
@@ -150,14 +158,50 @@ pub fn build_gtable() -> Result<Vec<u32>, String> {
     let mut t = vec![0u32; GTABLE_WORDS];
     // SAFETY: the buffer holds exactly the GTABLE_WORDS words the routine writes.
     unsafe { ffi::cs_host_build_gtable(t.as_mut_ptr()) };
-    for (i, e) in t.chunks_exact(16).enumerate() {
+    entries_on_curve(&t).map_err(|i| format!("fixed-base table entry {i} is not on the curve"))?;
+    Ok(t)
+}
+
+/// Builds the fixed-base table b·256^j·P of a known signer's key P = (x, y), refusing a key off
+/// the curve, and checks every entry.
+pub fn build_key_table(x: &Words, y: &Words) -> Result<Vec<u32>, String> {
+    if !on_curve(x, y) {
+        return Err("the public key is not a point of the curve".into());
+    }
+    let mut t = vec![0u32; GTABLE_WORDS];
+    // SAFETY: 8-word inputs; the buffer holds exactly the GTABLE_WORDS words the routine writes.
+    unsafe { ffi::cs_host_build_key_table(x.as_ptr(), y.as_ptr(), t.as_mut_ptr()) };
+    entries_on_curve(&t).map_err(|i| format!("table entry {i} is not on the curve"))?;
+    Ok(t)
+}
+
+/// The index of the first table entry off the curve, if any.
+fn entries_on_curve(table: &[u32]) -> Result<(), usize> {
+    for (i, e) in table.chunks_exact(16).enumerate() {
         let x: Words = e[..8].try_into().expect("8 words");
         let y: Words = e[8..].try_into().expect("8 words");
         if !on_curve(&x, &y) {
-            return Err(format!("fixed-base table entry {i} is not on the curve"));
+            return Err(i);
         }
     }
-    Ok(t)
+    Ok(())
+}
+
+/// Runs the kernels' `cs_verify_signed` on the CPU: the signature (e, r, s) of the signer whose
+/// table [`build_key_table`] made.
+pub fn verify_signed(e: &Words, r: &Words, s: &Words, gtab: &[u32], ktab: &[u32]) -> bool {
+    assert_eq!(gtab.len(), GTABLE_WORDS, "G table has the wrong size");
+    assert_eq!(ktab.len(), GTABLE_WORDS, "key table has the wrong size");
+    // SAFETY: 8-word operands and two tables of GTABLE_WORDS words, only read.
+    unsafe {
+        ffi::cs_host_verify_signed(
+            e.as_ptr(),
+            r.as_ptr(),
+            s.as_ptr(),
+            gtab.as_ptr(),
+            ktab.as_ptr(),
+        ) == 1
+    }
 }
 
 /// Operand pairs for the GPU field self-test: edge values (0, 1, p − 1, p, 2²⁵⁶ − 1, single

@@ -20,6 +20,10 @@ const SM3: &str = include_str!("../kernels/cs_sm3.cuh");
 /// verification kernels, and verification alone never compiles it).
 pub const SM3_KERNEL: &str = "cs_sm3_e";
 
+/// The known-signer kernel's name ([`crate::signers`]): every module with a fast-mode kernel holds
+/// one, compiled with that module's register cap and switches.
+pub const SIGNED_KERNEL: &str = "cs_verify_signed";
+
 /// The compile-time switches of one kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct KernelConfig {
@@ -194,6 +198,9 @@ pub fn source(
     s.push('\n');
     for c in configs {
         s.push_str(&c.instantiate());
+    }
+    if configs.iter().any(|c| c.mode == Mode::Fast) {
+        s.push_str(&format!("CS_INSTANTIATE_SIGNED({SIGNED_KERNEL})\n"));
     }
     Ok(s)
 }

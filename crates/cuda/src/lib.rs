@@ -9,6 +9,7 @@ pub mod codegen;
 pub mod host;
 pub mod kernel;
 pub mod messages;
+pub mod signers;
 pub mod sweep;
 pub mod testdata;
 

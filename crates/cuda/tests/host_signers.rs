@@ -1,0 +1,146 @@
+//! CI without a GPU: the known-signer path (crates/cuda/src/signers.rs) through the kernels' own
+//! routine compiled for the host, against the RustCrypto `sm2` reference on random, corrupted and
+//! edge-case records (keys P = G and P = -G, sums at infinity, t = 0 among them).
+
+use chainsig_cuda::codegen::words_from_be;
+use chainsig_cuda::host;
+use chainsig_cuda::signers::{build_tables, SignerBatch, SignerIndex, UnknownSigner};
+use chainsig_cuda::testdata::{batch, generate, Record};
+use std::sync::OnceLock;
+
+fn gtable() -> &'static [u32] {
+    static T: OnceLock<Vec<u32>> = OnceLock::new();
+    T.get_or_init(|| host::build_gtable().expect("fixed-base table"))
+}
+
+fn index_of(records: &[Record]) -> SignerIndex {
+    let mut ix = SignerIndex::new();
+    for r in records {
+        ix.insert((r.px, r.py));
+    }
+    ix
+}
+
+#[test]
+fn signed_verification_matches_reference_on_random_and_adversarial_records() {
+    let (records, verdicts) = generate(700, 24, 300, 11);
+    let valid = verdicts.iter().filter(|v| **v).count();
+    assert!(valid > 350 && valid < 690, "share of valid records: {valid}");
+    let ix = index_of(&records);
+    let tables = build_tables(ix.keys()).expect("every generated key is on the curve");
+    let sb = SignerBatch::from_batch(&batch(&records), &ix).expect("every key is indexed");
+    assert_eq!(sb.len(), records.len());
+    let words = host::GTABLE_WORDS;
+    for (i, want) in verdicts.iter().enumerate() {
+        let (e, r, s, signer) = sb.record(i);
+        let ktab = &tables[signer as usize * words..(signer as usize + 1) * words];
+        assert_eq!(
+            host::verify_signed(&e, &r, &s, gtable(), ktab),
+            *want,
+            "record {i}: {:x?}",
+            records[i]
+        );
+    }
+}
+
+#[test]
+fn a_signature_checked_against_another_signers_table_fails() {
+    let (records, verdicts) = generate(40, 6, 0, 12);
+    let ix = index_of(&records);
+    let tables = build_tables(ix.keys()).unwrap();
+    let sb = SignerBatch::from_batch(&batch(&records), &ix).unwrap();
+    let words = host::GTABLE_WORDS;
+    let mut checked = 0;
+    // Random records past the edge cases; the key P = -G cannot sign, so its records are invalid.
+    for (i, _) in verdicts.iter().enumerate().skip(20).filter(|(_, ok)| **ok) {
+        let (e, r, s, signer) = sb.record(i);
+        let ktab = &tables[signer as usize * words..(signer as usize + 1) * words];
+        assert!(host::verify_signed(&e, &r, &s, gtable(), ktab), "record {i}");
+        let other = (signer as usize + 1) % ix.len();
+        let ktab = &tables[other * words..(other + 1) * words];
+        assert!(!host::verify_signed(&e, &r, &s, gtable(), ktab), "record {i}");
+        checked += 1;
+    }
+    assert!(checked >= 10);
+}
+
+#[test]
+fn key_tables_hold_the_reference_multiples() {
+    use sm2::elliptic_curve::ff::PrimeField;
+    use sm2::elliptic_curve::sec1::ToSec1Point;
+    let (records, _) = generate(30, 4, 0, 13);
+    let key = (records[25].px, records[25].py);
+    let table = &build_tables(&[key]).unwrap();
+    let mut sec1 = [4u8; 65];
+    sec1[1..33].copy_from_slice(&key.0);
+    sec1[33..].copy_from_slice(&key.1);
+    let p = sm2::PublicKey::from_sec1_bytes(&sec1)
+        .expect("on the curve")
+        .to_projective();
+    for (j, b) in [(0usize, 1u8), (0, 2), (0, 255), (5, 17), (31, 1), (31, 255)] {
+        let mut be = [0u8; 32];
+        be[31 - j] = b;
+        let k = sm2::Scalar::from_repr(be.into()).unwrap();
+        let enc = (p * k).to_affine().to_sec1_point(false);
+        let bytes = enc.as_bytes();
+        let idx = (j * 255 + b as usize - 1) * 16;
+        assert_eq!(
+            &table[idx..idx + 8],
+            &words_from_be(bytes[1..33].try_into().unwrap()),
+            "x of ({j}, {b})"
+        );
+        assert_eq!(
+            &table[idx + 8..idx + 16],
+            &words_from_be(bytes[33..65].try_into().unwrap()),
+            "y of ({j}, {b})"
+        );
+    }
+}
+
+#[test]
+fn the_signed_path_costs_a_fifth_of_the_multiplications() {
+    let (records, verdicts) = generate(40, 4, 0, 14);
+    let ix = index_of(&records);
+    let tables = build_tables(ix.keys()).unwrap();
+    let sb = SignerBatch::from_batch(&batch(&records), &ix).unwrap();
+    let g = gtable();
+    let words = host::GTABLE_WORDS;
+    host::mul_count_reset();
+    let mut n = 0u64;
+    for (i, _) in verdicts.iter().enumerate().skip(20).filter(|(_, ok)| **ok) {
+        let (e, r, s, signer) = sb.record(i);
+        let ktab = &tables[signer as usize * words..(signer as usize + 1) * words];
+        assert!(host::verify_signed(&e, &r, &s, g, ktab));
+        n += 1;
+    }
+    let per = host::mul_count() / n;
+    println!("known signer: {per} field multiplications per verification");
+    assert!(per > 600 && per < 800, "{per}");
+}
+
+#[test]
+fn unknown_keys_are_named_and_unprepared_records_stay_rejections() {
+    let (records, _) = generate(30, 4, 0, 15);
+    let mut ix = SignerIndex::new();
+    for r in &records[..24] {
+        ix.insert((r.px, r.py));
+    }
+    let mut other = records[3];
+    other.px = records[3].py; // a key nobody indexed
+    let mut with_unknown = records.clone();
+    with_unknown[27] = other;
+    assert_eq!(
+        SignerBatch::from_batch(&batch(&with_unknown), &ix).unwrap_err(),
+        UnknownSigner { record: 27 }
+    );
+    assert_eq!(
+        UnknownSigner { record: 27 }.to_string(),
+        "record 27: key: not a known signer"
+    );
+    let mut b = batch(&records[..24]);
+    b.push_error(chainsig_core::RecordError::new("sig", "not hex"));
+    let sb = SignerBatch::from_batch(&b, &ix).unwrap();
+    assert_eq!(sb.len(), 25);
+    let (e, r, s, signer) = sb.record(24);
+    assert_eq!((e, r, s, signer), ([0; 8], [0; 8], [0; 8], 0));
+}
