@@ -8,7 +8,7 @@
 use crate::host;
 use crate::kernel::{self, KernelConfig, Resources};
 use crate::messages::MessageBatch;
-use crate::signers::{SignerBatch, SignerKey, SIGNED_ROWS};
+use crate::signers::{SignerBatch, SignerTables, SIGNED_ROWS};
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::backend::{Backend, BackendError};
 use chainsig_core::batch::{Batch, LIMBS, OPERANDS, PY};
@@ -242,8 +242,8 @@ struct Engine {
     sm3: Option<CudaFunction>,
     /// `cs_verify_signed` from the main module (fast mode only).
     signed: Option<CudaFunction>,
-    /// The known signers' tables, one after another, and how many there are.
-    ktabs: Option<(DevBuf, usize)>,
+    /// The known signers' tables, one after another, and their numbering.
+    ktabs: Option<(DevBuf, crate::signers::SignerIndex)>,
 }
 
 /// What one run of the chunk pipeline verifies.
@@ -535,32 +535,29 @@ impl Engine {
         self.run(Work::Records(batch, None))
     }
 
-    /// Replaces the known signers by `keys` (index i is keys[i]).
-    fn load_signers(&mut self, keys: &[SignerKey]) -> Result<(), BackendError> {
+    /// Replaces the known signers by those of `tables`.
+    fn load_signers(&mut self, tables: &SignerTables) -> Result<(), BackendError> {
         if self.signed.is_none() {
             return Err(BackendError::Unsupported {
                 backend: NAME.into(),
                 what: "known signers outside the fast mode".into(),
             });
         }
-        let tables = crate::signers::build_tables(keys).map_err(|e| BackendError::Input {
-            backend: NAME.into(),
-            reason: format!("known signers: {e}"),
-        })?;
         self.ctx
             .bind_to_thread()
             .map_err(|e| device_err("bind context", e))?;
         self.ktabs = None; // free the old tables first
-        let buf = DevBuf::new(tables.len() * 4)?;
-        // SAFETY: buf holds exactly tables.len() words; synchronous copy.
-        unsafe { result::memcpy_htod_sync(buf.ptr, &tables) }
+        let words = tables.words();
+        let buf = DevBuf::new(words.len() * 4)?;
+        // SAFETY: buf holds exactly words.len() words; synchronous copy.
+        unsafe { result::memcpy_htod_sync(buf.ptr, words) }
             .map_err(|e| device_err("upload signer tables", e))?;
-        self.ktabs = Some((buf, keys.len()));
+        self.ktabs = Some((buf, tables.index().clone()));
         Ok(())
     }
 
     fn verify_signed(&mut self, batch: &SignerBatch) -> Result<Bitmap, BackendError> {
-        let loaded = self.ktabs.as_ref().map_or(0, |(_, n)| *n);
+        let loaded = self.ktabs.as_ref().map_or(0, |(_, ix)| ix.len());
         if let Some(max) = batch.max_signer() {
             if max as usize >= loaded {
                 return Err(BackendError::Input {
@@ -572,6 +569,32 @@ impl Engine {
             }
         }
         self.run(Work::Signed(batch))
+    }
+
+    /// Records with their keys: those of known signers through their tables, the others through
+    /// the default kernel; verdicts merged back in order.
+    fn verify_known(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+        let Some((_, index)) = &self.ktabs else {
+            return self.verify(batch);
+        };
+        let split = crate::signers::Split::new(batch, index);
+        if split.others.is_empty() {
+            return self.verify_signed(&split.known); // every record known: already in order
+        }
+        let mut out = Bitmap::new(batch.len());
+        if !split.known.is_empty() {
+            let map = self.verify_signed(&split.known)?;
+            for (k, &i) in split.known_at.iter().enumerate() {
+                out.set(i, map.get(k));
+            }
+        }
+        if !split.others.is_empty() {
+            let map = self.verify(&split.others)?;
+            for (k, &i) in split.others_at.iter().enumerate() {
+                out.set(i, map.get(k));
+            }
+        }
+        Ok(out)
     }
 
     /// The SM3 kernel, compiled (or loaded from the cache) on first use.
@@ -838,7 +861,8 @@ impl CudaBackend {
         self.from_cache
     }
 
-    /// Queues a batch; batches are verified first come, first served by one worker thread.
+    /// Queues a batch; batches are verified first come, first served by one worker thread (known
+    /// signers' records through their tables, as in `verify_batch`).
     pub fn submit(&self, batch: Arc<Batch>) -> Result<Ticket, BackendError> {
         check_batch(&batch)?;
         let (tx, rx) = mpsc::channel();
@@ -854,7 +878,7 @@ impl CudaBackend {
                 .spawn(move || {
                     for (batch, reply) in jrx {
                         let r = match engine.lock() {
-                            Ok(mut e) => e.verify(&batch),
+                            Ok(mut e) => e.verify_known(&batch),
                             Err(_) => Err(device_err("worker", "poisoned lock")),
                         };
                         let _ = reply.send(r);
@@ -904,12 +928,12 @@ impl CudaBackend {
     }
 
     /// Loads the known signers' fixed-base tables (522 KB of GPU memory each), replacing any loaded
-    /// before; a [`SignerBatch`] names its signers by index into `keys`. Fast mode only.
-    pub fn load_signers(&self, keys: &[SignerKey]) -> Result<(), BackendError> {
+    /// before; a [`SignerBatch`] names its signers by their index in `tables`. Fast mode only.
+    pub fn load_signers(&self, tables: &SignerTables) -> Result<(), BackendError> {
         self.engine
             .lock()
             .map_err(|_| device_err("load signers", "poisoned lock"))?
-            .load_signers(keys)
+            .load_signers(tables)
     }
 
     /// Verifies signatures by known signers, verdict i for record i, with wall-clock time in
@@ -921,6 +945,20 @@ impl CudaBackend {
             .map_err(|_| device_err("verify", "poisoned lock"))?;
         let t = Instant::now();
         let map = e.verify_signed(batch)?;
+        Ok((map, t.elapsed().as_secs_f64() * 1e3))
+    }
+
+    /// Verifies records that carry their keys, those of loaded known signers through their tables
+    /// and the rest as usual; verdict i is record i. With wall-clock time in milliseconds, the
+    /// lookups included.
+    pub fn verify_known_timed(&self, batch: &Batch) -> Result<(Bitmap, f64), BackendError> {
+        check_batch(batch)?;
+        let mut e = self
+            .engine
+            .lock()
+            .map_err(|_| device_err("verify", "poisoned lock"))?;
+        let t = Instant::now();
+        let map = e.verify_known(batch)?;
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 
@@ -962,12 +1000,13 @@ impl Backend for CudaBackend {
         alg == Algorithm::Sm2
     }
 
+    /// With known signers loaded, their records go through their tables ([`crate::signers`]).
     fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
         check_batch(batch)?;
         self.engine
             .lock()
             .map_err(|_| device_err("verify", "poisoned lock"))?
-            .verify(batch)
+            .verify_known(batch)
     }
 
     /// e = SM3(Z_A ‖ M) is computed on the GPU for each chunk, then the chunk is verified as

@@ -9,7 +9,7 @@
 
 use crate::codegen::{words_from_be, Words};
 use crate::host::{self, GTABLE_WORDS};
-use chainsig_core::batch::{Batch, LIMBS};
+use chainsig_core::batch::{Batch, PreparedItem, LIMBS, PX};
 use rayon::prelude::*;
 use std::collections::HashMap;
 
@@ -22,28 +22,83 @@ pub const SIGNED_ROWS: usize = 3 * LIMBS + 1;
 /// A signer's public key: affine x and y, big-endian.
 pub type SignerKey = ([u8; 32], [u8; 32]);
 
-/// The tables of `keys`, [`GTABLE_WORDS`] words each, in order. The error names the first key off
-/// the curve by its index.
-pub fn build_tables(keys: &[SignerKey]) -> Result<Vec<u32>, String> {
-    let mut tables = vec![0u32; keys.len() * GTABLE_WORDS];
-    tables
-        .par_chunks_mut(GTABLE_WORDS)
-        .zip(keys.par_iter())
-        .enumerate()
-        .try_for_each(|(i, (dst, (x, y)))| {
-            let table = host::build_key_table(&words_from_be(x), &words_from_be(y))
-                .map_err(|e| format!("signer {i}: {e}"))?;
-            dst.copy_from_slice(&table);
-            Ok::<(), String>(())
-        })?;
-    Ok(tables)
+/// The known signers' tables, [`GTABLE_WORDS`] words each, in signer order: built once on the
+/// host, then loaded into any number of backends.
+#[derive(Clone)]
+pub struct SignerTables {
+    words: Vec<u32>,
+    count: usize,
+    index: SignerIndex,
+}
+
+impl SignerTables {
+    /// Builds the tables of `keys`. The error names the first key off the curve by its index.
+    pub fn build(keys: &[SignerKey]) -> Result<SignerTables, String> {
+        let mut words = vec![0u32; keys.len() * GTABLE_WORDS];
+        words
+            .par_chunks_mut(GTABLE_WORDS)
+            .zip(keys.par_iter())
+            .enumerate()
+            .try_for_each(|(i, (dst, (x, y)))| {
+                let table = host::build_key_table(&words_from_be(x), &words_from_be(y))
+                    .map_err(|e| format!("signer {i}: {e}"))?;
+                dst.copy_from_slice(&table);
+                Ok::<(), String>(())
+            })?;
+        let mut index = SignerIndex::new();
+        for k in keys {
+            index.insert(*k);
+        }
+        Ok(SignerTables {
+            words,
+            count: keys.len(),
+            index,
+        })
+    }
+
+    /// The keys' numbering (a key given twice keeps its first index).
+    pub fn index(&self) -> &SignerIndex {
+        &self.index
+    }
+
+    /// Signers held.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Signer i's table.
+    pub fn table(&self, i: usize) -> &[u32] {
+        &self.words[i * GTABLE_WORDS..(i + 1) * GTABLE_WORDS]
+    }
+
+    /// Every table, one after another, as the GPU holds them.
+    pub fn words(&self) -> &[u32] {
+        &self.words
+    }
+}
+
+impl std::fmt::Debug for SignerTables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SignerTables({} signers)", self.count)
+    }
 }
 
 /// Public keys numbered in the order they were first seen: the index a [`SignerBatch`] names.
+/// Keys are held as the kernels' words (x then y, least significant word first), so a batch's
+/// key columns are looked up without converting bytes.
 #[derive(Debug, Default, Clone)]
 pub struct SignerIndex {
     keys: Vec<SignerKey>,
-    by_key: HashMap<SignerKey, u32>,
+    by_words: HashMap<[u32; 16], u32>,
+}
+
+fn key_words((x, y): &SignerKey) -> [u32; 16] {
+    let (x, y) = (words_from_be(x), words_from_be(y));
+    std::array::from_fn(|j| if j < 8 { x[j] } else { y[j - 8] })
 }
 
 impl SignerIndex {
@@ -54,17 +109,24 @@ impl SignerIndex {
     /// The key's index, numbering it if it is new.
     pub fn insert(&mut self, key: SignerKey) -> u32 {
         let next = self.keys.len() as u32;
-        *self.by_key.entry(key).or_insert_with(|| {
+        *self.by_words.entry(key_words(&key)).or_insert_with(|| {
             self.keys.push(key);
             next
         })
     }
 
     pub fn get(&self, key: &SignerKey) -> Option<u32> {
-        self.by_key.get(key).copied()
+        self.by_words.get(&key_words(key)).copied()
     }
 
-    /// The keys by index, as [`crate::backend::CudaBackend::load_signers`] takes them.
+    /// The signer of record i of `batch`, if its key is known.
+    fn lookup(&self, batch: &Batch, i: usize) -> Option<u32> {
+        let (w, stride) = (batch.words(), batch.stride());
+        let key: [u32; 16] = std::array::from_fn(|j| w[(PX * LIMBS + j) * stride + i]);
+        self.by_words.get(&key).copied()
+    }
+
+    /// The keys by index, as [`SignerTables::build`] takes them.
     pub fn keys(&self) -> &[SignerKey] {
         &self.keys
     }
@@ -75,6 +137,70 @@ impl SignerIndex {
 
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+}
+
+/// A batch cut by signer: the records of known signers, and the others (unknown keys, records
+/// that failed preparation) still with their keys; `*_at` give each record's place in the batch.
+#[derive(Debug)]
+pub struct Split {
+    pub known: SignerBatch,
+    pub known_at: Vec<usize>,
+    pub others: Batch,
+    pub others_at: Vec<usize>,
+}
+
+impl Split {
+    /// Cuts `batch` by `index`. The lookups run in parallel; when every record is known the
+    /// operands are copied row by row.
+    pub fn new(batch: &Batch, index: &SignerIndex) -> Split {
+        let n = batch.len();
+        let signer: Vec<Option<u32>> = (0..n)
+            .into_par_iter()
+            .with_min_len(4096)
+            .map(|i| batch.is_prepared(i).then(|| index.lookup(batch, i)).flatten())
+            .collect();
+        let mut others = Batch::with_capacity(batch.alg(), batch.low_s(), 0);
+        let mut others_at = Vec::new();
+        if signer.iter().all(Option::is_some) {
+            let (w, stride) = (batch.words(), batch.stride());
+            let mut rows: Vec<Vec<u32>> = (0..3 * LIMBS)
+                .map(|r| w[r * stride..r * stride + n].to_vec())
+                .collect();
+            rows.push(signer.into_iter().map(|s| s.expect("all known")).collect());
+            let known = SignerBatch { rows, len: n };
+            return Split {
+                known,
+                known_at: (0..n).collect(),
+                others,
+                others_at,
+            };
+        }
+        let mut known = SignerBatch::with_capacity(n);
+        let mut known_at = Vec::with_capacity(n);
+        for (i, s) in signer.into_iter().enumerate() {
+            match s {
+                Some(s) => {
+                    let item = batch.item(i);
+                    known.push(&item.e, &item.r, &item.s, s);
+                    known_at.push(i);
+                }
+                None if batch.is_prepared(i) => {
+                    others.push(&batch.item(i));
+                    others_at.push(i);
+                }
+                None => {
+                    others.push(&PreparedItem::default()); // r = 0: rejected
+                    others_at.push(i);
+                }
+            }
+        }
+        Split {
+            known,
+            known_at,
+            others,
+            others_at,
+        }
     }
 }
 
@@ -135,10 +261,8 @@ impl SignerBatch {
                 out.push_rejected();
                 continue;
             }
+            let signer = index.lookup(batch, i).ok_or(UnknownSigner { record: i })?;
             let item = batch.item(i);
-            let signer = index
-                .get(&(item.px, item.py))
-                .ok_or(UnknownSigner { record: i })?;
             out.push(&item.e, &item.r, &item.s, signer);
         }
         Ok(out)
@@ -231,7 +355,7 @@ mod tests {
         let good = (g.gx, g.gy);
         let mut bad_y = g.gy;
         bad_y[31] ^= 1;
-        let err = build_tables(&[good, (g.gx, bad_y)]).unwrap_err();
+        let err = SignerTables::build(&[good, (g.gx, bad_y)]).unwrap_err();
         assert!(err.starts_with("signer 1: "), "{err}");
         assert!(err.contains("not a point of the curve"), "{err}");
     }
@@ -239,7 +363,7 @@ mod tests {
     #[test]
     fn the_table_of_g_is_the_fixed_base_table() {
         let g = chainsig_core::curve::SM2;
-        let tables = build_tables(&[(g.gx, g.gy)]).expect("G is on the curve");
-        assert_eq!(tables, host::build_gtable().expect("G table"));
+        let tables = SignerTables::build(&[(g.gx, g.gy)]).expect("G is on the curve");
+        assert_eq!(tables.table(0), host::build_gtable().expect("G table"));
     }
 }

@@ -4,7 +4,7 @@
 
 use chainsig_cuda::codegen::words_from_be;
 use chainsig_cuda::host;
-use chainsig_cuda::signers::{build_tables, SignerBatch, SignerIndex, UnknownSigner};
+use chainsig_cuda::signers::{SignerBatch, SignerIndex, SignerTables, UnknownSigner};
 use chainsig_cuda::testdata::{batch, generate, Record};
 use std::sync::OnceLock;
 
@@ -27,13 +27,12 @@ fn signed_verification_matches_reference_on_random_and_adversarial_records() {
     let valid = verdicts.iter().filter(|v| **v).count();
     assert!(valid > 350 && valid < 690, "share of valid records: {valid}");
     let ix = index_of(&records);
-    let tables = build_tables(ix.keys()).expect("every generated key is on the curve");
+    let tables = SignerTables::build(ix.keys()).expect("every generated key is on the curve");
     let sb = SignerBatch::from_batch(&batch(&records), &ix).expect("every key is indexed");
     assert_eq!(sb.len(), records.len());
-    let words = host::GTABLE_WORDS;
     for (i, want) in verdicts.iter().enumerate() {
         let (e, r, s, signer) = sb.record(i);
-        let ktab = &tables[signer as usize * words..(signer as usize + 1) * words];
+        let ktab = tables.table(signer as usize);
         assert_eq!(
             host::verify_signed(&e, &r, &s, gtable(), ktab),
             *want,
@@ -47,17 +46,16 @@ fn signed_verification_matches_reference_on_random_and_adversarial_records() {
 fn a_signature_checked_against_another_signers_table_fails() {
     let (records, verdicts) = generate(40, 6, 0, 12);
     let ix = index_of(&records);
-    let tables = build_tables(ix.keys()).unwrap();
+    let tables = SignerTables::build(ix.keys()).unwrap();
     let sb = SignerBatch::from_batch(&batch(&records), &ix).unwrap();
-    let words = host::GTABLE_WORDS;
     let mut checked = 0;
     // Random records past the edge cases; the key P = -G cannot sign, so its records are invalid.
     for (i, _) in verdicts.iter().enumerate().skip(20).filter(|(_, ok)| **ok) {
         let (e, r, s, signer) = sb.record(i);
-        let ktab = &tables[signer as usize * words..(signer as usize + 1) * words];
+        let ktab = tables.table(signer as usize);
         assert!(host::verify_signed(&e, &r, &s, gtable(), ktab), "record {i}");
         let other = (signer as usize + 1) % ix.len();
-        let ktab = &tables[other * words..(other + 1) * words];
+        let ktab = tables.table(other);
         assert!(!host::verify_signed(&e, &r, &s, gtable(), ktab), "record {i}");
         checked += 1;
     }
@@ -70,7 +68,8 @@ fn key_tables_hold_the_reference_multiples() {
     use sm2::elliptic_curve::sec1::ToSec1Point;
     let (records, _) = generate(30, 4, 0, 13);
     let key = (records[25].px, records[25].py);
-    let table = &build_tables(&[key]).unwrap();
+    let tables = SignerTables::build(&[key]).unwrap();
+    let table = tables.table(0);
     let mut sec1 = [4u8; 65];
     sec1[1..33].copy_from_slice(&key.0);
     sec1[33..].copy_from_slice(&key.1);
@@ -101,15 +100,14 @@ fn key_tables_hold_the_reference_multiples() {
 fn the_signed_path_costs_a_fifth_of_the_multiplications() {
     let (records, verdicts) = generate(40, 4, 0, 14);
     let ix = index_of(&records);
-    let tables = build_tables(ix.keys()).unwrap();
+    let tables = SignerTables::build(ix.keys()).unwrap();
     let sb = SignerBatch::from_batch(&batch(&records), &ix).unwrap();
     let g = gtable();
-    let words = host::GTABLE_WORDS;
     host::mul_count_reset();
     let mut n = 0u64;
     for (i, _) in verdicts.iter().enumerate().skip(20).filter(|(_, ok)| **ok) {
         let (e, r, s, signer) = sb.record(i);
-        let ktab = &tables[signer as usize * words..(signer as usize + 1) * words];
+        let ktab = tables.table(signer as usize);
         assert!(host::verify_signed(&e, &r, &s, g, ktab));
         n += 1;
     }
@@ -143,4 +141,49 @@ fn unknown_keys_are_named_and_unprepared_records_stay_rejections() {
     assert_eq!(sb.len(), 25);
     let (e, r, s, signer) = sb.record(24);
     assert_eq!((e, r, s, signer), ([0; 8], [0; 8], [0; 8], 0));
+}
+
+#[test]
+fn a_split_batch_keeps_every_record_once_and_its_verdict() {
+    use chainsig_cuda::signers::Split;
+    use chainsig_cuda::{Inversion, Mode};
+    let (records, verdicts) = generate(300, 12, 300, 16);
+    // Only some signers are known; corrupted keys and the rest go the default way.
+    let mut ix = SignerIndex::new();
+    for r in records.iter().skip(17).step_by(3).take(6) {
+        ix.insert((r.px, r.py));
+    }
+    let tables = SignerTables::build(ix.keys()).unwrap();
+    let mut b = batch(&records);
+    b.push_error(chainsig_core::RecordError::new("pubkey", "not on the curve"));
+    let split = Split::new(&b, tables.index());
+    assert!(split.known.len() > 50 && split.others.len() > 50);
+    let mut seen = vec![0u8; b.len()];
+    for &i in split.known_at.iter().chain(&split.others_at) {
+        seen[i] += 1;
+    }
+    assert!(seen.iter().all(|&c| c == 1), "every record exactly once");
+    assert!(split.others_at.contains(&300), "the unprepared record goes the default way");
+    let mut got = vec![None; b.len()];
+    for (k, &i) in split.known_at.iter().enumerate() {
+        let (e, r, s, signer) = split.known.record(k);
+        assert_eq!(Some(signer), tables.index().get(&(records[i].px, records[i].py)));
+        got[i] = Some(host::verify_signed(&e, &r, &s, gtable(), tables.table(signer as usize)));
+    }
+    for (k, &i) in split.others_at.iter().enumerate() {
+        let item = split.others.item(k);
+        let w = chainsig_cuda::testdata::Record {
+            e: item.e,
+            r: item.r,
+            s: item.s,
+            px: item.px,
+            py: item.py,
+        }
+        .host_words();
+        got[i] = Some(host::verify(Mode::Fast, Inversion::Euclid, false, &w, gtable()));
+    }
+    for (i, want) in verdicts.iter().enumerate() {
+        assert_eq!(got[i], Some(*want), "record {i}");
+    }
+    assert_eq!(got[300], Some(false));
 }
