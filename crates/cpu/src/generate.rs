@@ -83,11 +83,15 @@ impl GeneratedRecord {
 
 /// Records `0..n` of `spec`, prepared for a batch (in parallel), with the verdict each should get.
 pub fn prepared_items(spec: &GenSpec, n: usize) -> (Vec<PreparedItem>, Vec<bool>) {
+    prepare_all(spec, n, None)
+}
+
+fn prepare_all(spec: &GenSpec, n: usize, pool: Option<u64>) -> (Vec<PreparedItem>, Vec<bool>) {
     let preparer = Preparer::new();
     let pairs: Vec<(PreparedItem, bool)> = (0..n as u64)
         .into_par_iter()
         .map(|i| {
-            let g = record(spec, i);
+            let g = make_record(spec, i, pool);
             let item = preparer
                 .prepare(&g.to_verify_record(false))
                 .expect("generated keys are valid");
@@ -108,6 +112,43 @@ pub struct GenSpec {
 
 /// Makes record `index` of the data set `spec`.
 pub fn record(spec: &GenSpec, index: u64) -> GeneratedRecord {
+    make_record(spec, index, None)
+}
+
+/// Record `index` of `spec` signed by key `index mod signers` of a fixed set, as a permissioned
+/// chain's endorsers and clients sign; a record spoiled as `OtherSigner` takes another key of the
+/// set (one spoiled as `FlipKey` still gets a key outside it).
+pub fn record_in_pool(spec: &GenSpec, index: u64, signers: u64) -> GeneratedRecord {
+    make_record(spec, index, Some(signers))
+}
+
+/// Key k of the signer set of `spec` (see [`record_in_pool`]).
+fn pool_signer(spec: &GenSpec, k: u64) -> Signer {
+    let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ 0x9e37_79b9_7f4a_7c15);
+    rng.set_stream(k);
+    Signer::random(spec.alg, &mut rng)
+}
+
+/// The uncompressed SEC1 public keys of the signer set of `spec`, key k at index k.
+pub fn pool_public_keys(spec: &GenSpec, signers: u64) -> Vec<Vec<u8>> {
+    (0..signers.max(1))
+        .into_par_iter()
+        .map(|k| pool_signer(spec, k).public_sec1(false))
+        .collect()
+}
+
+/// Records `0..n` of `spec` by a set of `signers` keys ([`record_in_pool`]), prepared, with the
+/// verdict each should get.
+pub fn prepared_items_in_pool(
+    spec: &GenSpec,
+    n: usize,
+    signers: u64,
+) -> (Vec<PreparedItem>, Vec<bool>) {
+    prepare_all(spec, n, Some(signers))
+}
+
+fn make_record(spec: &GenSpec, index: u64, pool: Option<u64>) -> GeneratedRecord {
+    let pool = pool.map(|k| k.max(1));
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     rng.set_stream(index);
     let mut msg = vec![0u8; spec.msg_len];
@@ -117,7 +158,10 @@ pub fn record(spec: &GenSpec, index: u64) -> GeneratedRecord {
     } else {
         Corruption::None
     };
-    let signer = Signer::random(spec.alg, &mut rng);
+    let signer = match pool {
+        Some(k) => pool_signer(spec, index % k),
+        None => Signer::random(spec.alg, &mut rng),
+    };
     let digest = signer.digest(&msg);
     let mut sig = signer.sign(&digest, &mut rng);
     let compressed = index % 2 == 1;
@@ -138,7 +182,11 @@ pub fn record(spec: &GenSpec, index: u64) -> GeneratedRecord {
         Corruption::ROutOfRange => sig[..32].copy_from_slice(&out_of_range(&n, &mut rng)),
         Corruption::SOutOfRange => sig[32..].copy_from_slice(&out_of_range(&n, &mut rng)),
         Corruption::OtherSigner => {
-            pubkey = Signer::random(spec.alg, &mut rng).public_sec1(compressed)
+            let other = match pool {
+                Some(k) if k > 1 => pool_signer(spec, (index % k + rng.gen_range(1..k)) % k),
+                _ => Signer::random(spec.alg, &mut rng),
+            };
+            pubkey = other.public_sec1(compressed)
         }
     }
     let digest = if corruption == Corruption::FlipMessage {
@@ -267,5 +315,45 @@ impl Signer {
                 sig.to_bytes().into()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use super::*;
+
+    #[test]
+    fn pool_records_are_signed_by_keys_of_the_set_and_verify_as_expected() {
+        let spec = GenSpec {
+            alg: Algorithm::Sm2,
+            seed: 77,
+            invalid_ratio: 0.3,
+            msg_len: 40,
+        };
+        let keys = pool_public_keys(&spec, 5);
+        assert_eq!(keys.len(), 5);
+        let set: std::collections::HashSet<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .map(|k| (k[1..33].to_vec(), k[33..65].to_vec()))
+            .collect();
+        assert_eq!(set.len(), 5, "distinct keys");
+        let (items, verdicts) = prepared_items_in_pool(&spec, 120, 5);
+        let mut signers_seen = std::collections::HashSet::new();
+        let mut outside = 0;
+        for (i, item) in items.iter().enumerate() {
+            let key = (item.px.to_vec(), item.py.to_vec());
+            let g = record_in_pool(&spec, i as u64, 5);
+            if set.contains(&key) {
+                signers_seen.insert(key);
+            } else {
+                outside += 1;
+                assert_eq!(g.corruption, Corruption::FlipKey, "record {i}");
+            }
+            let valid = crate::verify_item(Algorithm::Sm2, false, item);
+            assert_eq!(valid, verdicts[i], "record {i} ({:?})", g.corruption);
+        }
+        assert_eq!(signers_seen.len(), 5);
+        assert!(outside < 20);
+        assert!(verdicts.iter().filter(|v| !**v).count() > 10);
     }
 }

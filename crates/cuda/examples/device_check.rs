@@ -574,11 +574,20 @@ fn signers_check(count: usize, signers: usize, seed: u64, out: &std::path::Path)
         "signer batches built in {:.1} ms",
         t.elapsed().as_secs_f64() * 1e3
     );
-    let mismatches = |map: &Bitmap, n: usize| (0..n).filter(|&i| map.get(i) != expected.get(i)).count()
-        + usize::from(map.len() != n);
+    let mismatches = |map: &Bitmap, n: usize| {
+        (0..n).filter(|&i| map.get(i) != expected.get(i)).count() + usize::from(map.len() != n)
+    };
     let mut rows = Vec::new();
     let mut all_ok = true;
-    let shapes = [(8usize, 128u32), (4, 128), (16, 128), (8, 64), (8, 256), (2, 128), (1, 128)];
+    let shapes = [
+        (8usize, 128u32),
+        (4, 128),
+        (16, 128),
+        (8, 64),
+        (8, 256),
+        (2, 128),
+        (1, 128),
+    ];
     for (si, &(streams, block)) in shapes.iter().enumerate() {
         let cfg = CudaConfig {
             streams,
@@ -634,13 +643,23 @@ fn signers_check(count: usize, signers: usize, seed: u64, out: &std::path::Path)
             }));
         }
     }
-    let mut csv = String::from("streams,block_size,batch,signers,signed_e2e_ms,signed_per_s,keyed_e2e_ms,mismatches\n");
+    let mut csv = String::from(
+        "streams,block_size,batch,signers,signed_e2e_ms,signed_per_s,keyed_e2e_ms,mismatches\n",
+    );
     for r in &rows {
         csv.push_str(&format!(
             "{},{},{},{},{:.4},{:.1},{},{}\n",
-            r["streams"], r["block_size"], r["batch"], r["signers"],
-            r["signed_e2e_ms"].as_f64().unwrap(), r["signed_per_s"].as_f64().unwrap(),
-            r["keyed_e2e_ms"].as_f64().map(|v| format!("{v:.4}")).unwrap_or_default(), r["mismatches"]
+            r["streams"],
+            r["block_size"],
+            r["batch"],
+            r["signers"],
+            r["signed_e2e_ms"].as_f64().unwrap(),
+            r["signed_per_s"].as_f64().unwrap(),
+            r["keyed_e2e_ms"]
+                .as_f64()
+                .map(|v| format!("{v:.4}"))
+                .unwrap_or_default(),
+            r["mismatches"]
         ));
     }
     std::fs::write(out.join("signers.csv"), csv).unwrap();

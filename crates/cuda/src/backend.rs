@@ -562,9 +562,7 @@ impl Engine {
             if max as usize >= loaded {
                 return Err(BackendError::Input {
                     backend: NAME.into(),
-                    reason: format!(
-                        "signer {max} named, but {loaded} known signers are loaded"
-                    ),
+                    reason: format!("signer {max} named, but {loaded} known signers are loaded"),
                 });
             }
         }
@@ -643,8 +641,13 @@ impl Engine {
         let chunk = self.chunk_len(len);
         // Borrows of the two fields only: the loop below borrows the slots mutably.
         let func = match work {
-            Work::Records(..) => pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len),
-            Work::Signed(_) => self.signed.as_ref().expect("verify_signed checked the mode"),
+            Work::Records(..) => {
+                pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len)
+            }
+            Work::Signed(_) => self
+                .signed
+                .as_ref()
+                .expect("verify_signed checked the mode"),
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
         let k = self.cfg.kernel;

@@ -158,7 +158,12 @@ impl Split {
         let signer: Vec<Option<u32>> = (0..n)
             .into_par_iter()
             .with_min_len(4096)
-            .map(|i| batch.is_prepared(i).then(|| index.lookup(batch, i)).flatten())
+            .map(|i| {
+                batch
+                    .is_prepared(i)
+                    .then(|| index.lookup(batch, i))
+                    .flatten()
+            })
             .collect();
         let mut others = Batch::with_capacity(batch.alg(), batch.low_s(), 0);
         let mut others_at = Vec::new();
@@ -292,7 +297,10 @@ impl SignerBatch {
         let copy = |(row, d): (&Vec<u32>, &mut [u32])| d[..m].copy_from_slice(&row[i0..i0 + m]);
         let dst = &mut dst[..SIGNED_ROWS * mp];
         if m >= 16384 {
-            self.rows.par_iter().zip(dst.par_chunks_mut(mp)).for_each(copy);
+            self.rows
+                .par_iter()
+                .zip(dst.par_chunks_mut(mp))
+                .for_each(copy);
         } else {
             self.rows.iter().zip(dst.chunks_mut(mp)).for_each(copy);
         }

@@ -25,7 +25,10 @@ fn index_of(records: &[Record]) -> SignerIndex {
 fn signed_verification_matches_reference_on_random_and_adversarial_records() {
     let (records, verdicts) = generate(700, 24, 300, 11);
     let valid = verdicts.iter().filter(|v| **v).count();
-    assert!(valid > 350 && valid < 690, "share of valid records: {valid}");
+    assert!(
+        valid > 350 && valid < 690,
+        "share of valid records: {valid}"
+    );
     let ix = index_of(&records);
     let tables = SignerTables::build(ix.keys()).expect("every generated key is on the curve");
     let sb = SignerBatch::from_batch(&batch(&records), &ix).expect("every key is indexed");
@@ -53,10 +56,16 @@ fn a_signature_checked_against_another_signers_table_fails() {
     for (i, _) in verdicts.iter().enumerate().skip(20).filter(|(_, ok)| **ok) {
         let (e, r, s, signer) = sb.record(i);
         let ktab = tables.table(signer as usize);
-        assert!(host::verify_signed(&e, &r, &s, gtable(), ktab), "record {i}");
+        assert!(
+            host::verify_signed(&e, &r, &s, gtable(), ktab),
+            "record {i}"
+        );
         let other = (signer as usize + 1) % ix.len();
         let ktab = tables.table(other);
-        assert!(!host::verify_signed(&e, &r, &s, gtable(), ktab), "record {i}");
+        assert!(
+            !host::verify_signed(&e, &r, &s, gtable(), ktab),
+            "record {i}"
+        );
         checked += 1;
     }
     assert!(checked >= 10);
@@ -155,7 +164,10 @@ fn a_split_batch_keeps_every_record_once_and_its_verdict() {
     }
     let tables = SignerTables::build(ix.keys()).unwrap();
     let mut b = batch(&records);
-    b.push_error(chainsig_core::RecordError::new("pubkey", "not on the curve"));
+    b.push_error(chainsig_core::RecordError::new(
+        "pubkey",
+        "not on the curve",
+    ));
     let split = Split::new(&b, tables.index());
     assert!(split.known.len() > 50 && split.others.len() > 50);
     let mut seen = vec![0u8; b.len()];
@@ -163,12 +175,24 @@ fn a_split_batch_keeps_every_record_once_and_its_verdict() {
         seen[i] += 1;
     }
     assert!(seen.iter().all(|&c| c == 1), "every record exactly once");
-    assert!(split.others_at.contains(&300), "the unprepared record goes the default way");
+    assert!(
+        split.others_at.contains(&300),
+        "the unprepared record goes the default way"
+    );
     let mut got = vec![None; b.len()];
     for (k, &i) in split.known_at.iter().enumerate() {
         let (e, r, s, signer) = split.known.record(k);
-        assert_eq!(Some(signer), tables.index().get(&(records[i].px, records[i].py)));
-        got[i] = Some(host::verify_signed(&e, &r, &s, gtable(), tables.table(signer as usize)));
+        assert_eq!(
+            Some(signer),
+            tables.index().get(&(records[i].px, records[i].py))
+        );
+        got[i] = Some(host::verify_signed(
+            &e,
+            &r,
+            &s,
+            gtable(),
+            tables.table(signer as usize),
+        ));
     }
     for (k, &i) in split.others_at.iter().enumerate() {
         let item = split.others.item(k);
@@ -180,7 +204,13 @@ fn a_split_batch_keeps_every_record_once_and_its_verdict() {
             py: item.py,
         }
         .host_words();
-        got[i] = Some(host::verify(Mode::Fast, Inversion::Euclid, false, &w, gtable()));
+        got[i] = Some(host::verify(
+            Mode::Fast,
+            Inversion::Euclid,
+            false,
+            &w,
+            gtable(),
+        ));
     }
     for (i, want) in verdicts.iter().enumerate() {
         assert_eq!(got[i], Some(*want), "record {i}");
