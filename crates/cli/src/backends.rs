@@ -1,24 +1,104 @@
 //! The registry the commands use: the CPU backend always, accelerators when they start.
 
-use chainsig_core::Registry;
+use anyhow::Context;
+use chainsig_core::{Algorithm, Registry};
+use chainsig_cuda::backend::{CudaBackend, CudaConfig};
+use chainsig_cuda::signers::{SignerKey, SignerTables};
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Backends for a run that asked for `requested` (`auto`, `cpu`, `cuda`). Accelerators are only
 /// started when they may be used, so `--backend cpu` never touches a GPU driver. When the GPU
 /// cannot start, the reason is kept: `--backend cuda` reports it, `auto` uses the CPU.
 pub fn registry(requested: &str) -> Registry {
+    with_signers(requested, &[]).expect("no signer tables to build or load")
+}
+
+/// As [`registry`], with the SM2 keys `signers` loaded into the GPU backend as known signers
+/// (`chainsig_cuda::signers`): their records are verified through per-key tables, about four
+/// times as fast. The CPU backend ignores them. Building the tables (522 KB and about 25 ms of one
+/// core per key) is reported on stderr when there are any.
+pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Registry> {
     let mut registry = chainsig_cpu::cpu_registry();
-    if requested != chainsig_core::backend::CPU {
-        match chainsig_cuda::backend::CudaBackend::new(chainsig_cuda::backend::CudaConfig::default())
-        {
-            Ok(cuda) => registry.register(Arc::new(cuda)),
-            Err(chainsig_core::BackendError::Unavailable { reason, .. }) => {
-                registry.register_unavailable(chainsig_cuda::backend::NAME, reason)
+    if requested == chainsig_core::backend::CPU {
+        return Ok(registry);
+    }
+    match CudaBackend::new(CudaConfig::default()) {
+        Ok(cuda) => {
+            if !signers.is_empty() {
+                let started = Instant::now();
+                let tables =
+                    SignerTables::build(signers).map_err(|e| anyhow::anyhow!("--signers: {e}"))?;
+                cuda.load_signers(&tables)
+                    .context("loading the known signers' tables")?;
+                eprintln!(
+                    "known signers: {} tables ({} MB) built and loaded in {:.2} s",
+                    tables.len(),
+                    tables.words().len() * 4 >> 20,
+                    started.elapsed().as_secs_f64()
+                );
             }
-            Err(other) => {
-                registry.register_unavailable(chainsig_cuda::backend::NAME, other.to_string())
-            }
+            registry.register(Arc::new(cuda));
+        }
+        Err(chainsig_core::BackendError::Unavailable { reason, .. }) => {
+            registry.register_unavailable(chainsig_cuda::backend::NAME, reason)
+        }
+        Err(other) => {
+            registry.register_unavailable(chainsig_cuda::backend::NAME, other.to_string())
         }
     }
-    registry
+    Ok(registry)
+}
+
+/// The known signers' SM2 public keys in `path`: one SEC1 key in hex per line (compressed or
+/// not, `0x` optional); blank lines and lines starting with `#` are skipped. An error names the
+/// line and why its key was refused.
+pub fn read_signer_keys(path: &Path) -> anyhow::Result<Vec<SignerKey>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--signers: cannot read {}", path.display()))?;
+    parse_signer_keys(&text).map_err(|e| anyhow::anyhow!("--signers {}: {e}", path.display()))
+}
+
+fn parse_signer_keys(text: &str) -> Result<Vec<SignerKey>, String> {
+    let mut keys = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let key = chainsig_core::hexstr::decode("pubkey", line)
+            .and_then(|sec1| chainsig_cpu::prepare::decode_pubkey(Algorithm::Sm2, &sec1))
+            .map_err(|e| format!("line {}: {e}", n + 1))?;
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signer_keys_are_read_in_order_and_bad_lines_are_named() {
+        let g = chainsig_core::curve::SM2;
+        let uncompressed = format!("04{}{}", hex::encode(g.gx), hex::encode(g.gy));
+        let parity = if g.gy[31] & 1 == 1 { "03" } else { "02" };
+        let compressed = format!("0x{parity}{}", hex::encode(g.gx));
+        let text = format!("# endorsers\n{uncompressed}\n\n  {compressed}  \n");
+        let keys = parse_signer_keys(&text).unwrap();
+        assert_eq!(keys, vec![(g.gx, g.gy), (g.gx, g.gy)]);
+
+        let mut off_curve = g.gy;
+        off_curve[31] ^= 1;
+        let bad = format!(
+            "{uncompressed}\n04{}{}\n",
+            hex::encode(g.gx),
+            hex::encode(off_curve)
+        );
+        let err = parse_signer_keys(&bad).unwrap_err();
+        assert!(err.starts_with("line 2: pubkey"), "{err}");
+        let err = parse_signer_keys("# x\nzz\n").unwrap_err();
+        assert!(err.starts_with("line 2: pubkey"), "{err}");
+    }
 }

@@ -2,11 +2,13 @@
 //! distinct signatures, 10% corrupted), prepares them, and times verification on the best backend
 //! present from prepared records in host memory to the verdict bitmap in host memory.
 //! Each size is run once to warm up, then `--repeats` times; the median is reported.
+//! `--signers N` signs the records with a fixed set of N keys instead, as a permissioned chain's
+//! endorsers and clients do, and loads those keys into the GPU backend as known signers.
 //! `--kem ctru` benchmarks the CTRU-Prime KEM instead (see `bench_kem`).
 
 use crate::backends;
 use chainsig_core::{Algorithm, Batch, PreparedItem};
-use chainsig_cpu::generate::{prepared_items, GenSpec};
+use chainsig_cpu::generate::{pool_public_keys, prepared_items_in_pool, GenSpec};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +34,10 @@ pub struct BenchArgs {
     /// Also write the figures as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Sign the records with a fixed set of this many keys (0: a fresh key per record), and load
+    /// the SM2 ones into the GPU backend as known signers (their tables built first, not timed).
+    #[arg(long, default_value_t = 0)]
+    signers: u64,
     /// SM2 on the GPU: run the seed paper's experiments (Fig. 3 streams × batch sizes, Table 1
     /// stage switches, Fig. 4 Euclid/Fermat, Fig. 7 simultaneous/separate, block sizes, fast
     /// mode) up to the largest `--sizes` value, writing CSV to `--csv`.
@@ -60,6 +66,8 @@ struct Row {
     alg: String,
     backend: String,
     threads: usize,
+    /// Distinct signing keys, known to the backend; 0 when every record has its own key.
+    signers: u64,
     batch: usize,
     runs: usize,
     median_seconds: f64,
@@ -81,21 +89,30 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
-    let mut registry = backends::registry(&args.backend);
-    if let Some(n) = args.threads {
-        registry.register(std::sync::Arc::new(chainsig_cpu::CpuBackend::with_threads(
-            n,
-        )?));
-    }
     let algs = if args.alg.is_empty() {
         Algorithm::ALL.to_vec()
     } else {
         args.alg.clone()
     };
+    let known: Vec<_> = if args.signers > 0 && algs.contains(&Algorithm::Sm2) {
+        pool_public_keys(&spec(Algorithm::Sm2), args.signers)
+            .iter()
+            .map(|sec1| chainsig_cpu::prepare::decode_pubkey(Algorithm::Sm2, sec1))
+            .collect::<Result<_, _>>()
+            .map_err(|e| anyhow::anyhow!("generated signer key: {e}"))?
+    } else {
+        Vec::new()
+    };
+    let mut registry = backends::with_signers(&args.backend, &known)?;
+    if let Some(n) = args.threads {
+        registry.register(std::sync::Arc::new(chainsig_cpu::CpuBackend::with_threads(
+            n,
+        )?));
+    }
     let mut rows = Vec::new();
     println!(
-        "{:<10} {:<8} {:>7} {:>9} {:>14} {:>12}",
-        "algorithm", "backend", "threads", "batch", "verify/s", "latency ms"
+        "{:<10} {:<8} {:>7} {:>7} {:>9} {:>14} {:>12}",
+        "algorithm", "backend", "threads", "signers", "batch", "verify/s", "latency ms"
     );
     for alg in algs {
         // "auto" decides per batch size; name the backend it would use for the largest batch.
@@ -109,7 +126,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             vec![1024, 8192]
         };
         let largest = sizes.iter().copied().max().unwrap_or(0);
-        let (items, expected) = signed_items(alg, largest);
+        let (items, expected) = signed_items(alg, largest, args.signers);
         for &size in &sizes {
             let batch = Batch::from_results(alg, false, items[..size].iter().map(|i| Ok(*i)));
             let want_valid = expected[..size].iter().filter(|&&v| v).count();
@@ -135,6 +152,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 alg: alg.to_string(),
                 backend: used,
                 threads,
+                signers: args.signers,
                 batch: size,
                 runs: times.len(),
                 median_seconds: median,
@@ -142,10 +160,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 latency_ms: median * 1e3,
             };
             println!(
-                "{:<10} {:<8} {:>7} {:>9} {:>14.0} {:>12.3}",
+                "{:<10} {:<8} {:>7} {:>7} {:>9} {:>14.0} {:>12.3}",
                 row.alg,
                 row.backend,
                 row.threads,
+                row.signers,
                 row.batch,
                 row.throughput_per_second,
                 row.latency_ms
@@ -159,24 +178,31 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `n` distinct prepared items (10% corrupted) and the verdict each should get.
-fn signed_items(alg: Algorithm, n: usize) -> (Vec<PreparedItem>, Vec<bool>) {
-    prepared_items(
-        &GenSpec {
-            alg,
-            seed: 0xbe7c4,
-            invalid_ratio: 0.1,
-            msg_len: 64,
-        },
-        n,
-    )
+/// The benchmark's data set for `alg`: 10% of records corrupted, 64-byte messages.
+fn spec(alg: Algorithm) -> GenSpec {
+    GenSpec {
+        alg,
+        seed: 0xbe7c4,
+        invalid_ratio: 0.1,
+        msg_len: 64,
+    }
+}
+
+/// `n` distinct prepared items, signed by a fresh key each or (`signers` > 0) by that many keys
+/// in turn, and the verdict each should get.
+fn signed_items(alg: Algorithm, n: usize, signers: u64) -> (Vec<PreparedItem>, Vec<bool>) {
+    if signers == 0 {
+        chainsig_cpu::generate::prepared_items(&spec(alg), n)
+    } else {
+        prepared_items_in_pool(&spec(alg), n, signers)
+    }
 }
 
 /// The paper's ablations on the CUDA backend, every run checked against the generator's verdicts.
 fn sweep(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     use chainsig_cuda::sweep::{run_sweep, standard_plan, to_csv};
     let largest = args.sizes.iter().copied().max().unwrap_or(1 << 20);
-    let (items, expected) = signed_items(Algorithm::Sm2, largest);
+    let (items, expected) = signed_items(Algorithm::Sm2, largest, 0);
     let batch = Batch::from_results(Algorithm::Sm2, false, items.iter().map(|i| Ok(*i)));
     let expected = chainsig_core::Bitmap::from_bools(expected);
     let rows = run_sweep(&standard_plan(largest), &batch, &expected, |row| {

@@ -1,7 +1,7 @@
 //! `chainsig gen`: signed records in the `verify` format, with `"expect"`, reproducible by seed.
 
 use chainsig_core::{der, Algorithm};
-use chainsig_cpu::generate::{record, GenSpec, GeneratedRecord};
+use chainsig_cpu::generate::{pool_public_keys, record, record_in_pool, GenSpec, GeneratedRecord};
 use rayon::prelude::*;
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,6 +25,14 @@ pub struct GenArgs {
     /// Output file (default: standard output).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Sign with a fixed set of this many keys, record i by key i mod N (0: a fresh key per
+    /// record), as a permissioned chain's members do.
+    #[arg(long, default_value_t = 0)]
+    signers: u64,
+    /// With --signers: write the set's public keys here, one uncompressed SEC1 key in hex per
+    /// line, as `chainsig verify --signers` reads them.
+    #[arg(long)]
+    signer_keys: Option<PathBuf>,
 }
 
 pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
@@ -37,6 +45,17 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
         invalid_ratio: args.invalid_ratio,
         msg_len: args.msg_len,
     };
+    if args.signer_keys.is_some() && args.signers == 0 {
+        anyhow::bail!("--signer-keys needs --signers N (N > 0)");
+    }
+    if let Some(path) = &args.signer_keys {
+        let keys: String = pool_public_keys(&spec, args.signers)
+            .iter()
+            .map(|k| hex::encode(k) + "\n")
+            .collect();
+        std::fs::write(path, keys)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
     let sink: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(
             std::fs::File::create(path)
@@ -50,7 +69,10 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
         let end = (start + CHUNK).min(args.count);
         let lines: Vec<String> = (start..end)
             .into_par_iter()
-            .map(|i| to_line(&record(&spec, i), i))
+            .map(|i| match args.signers {
+                0 => to_line(&record(&spec, i), i),
+                n => to_line(&record_in_pool(&spec, i, n), i),
+            })
             .collect();
         for line in lines {
             out.write_all(line.as_bytes())?;

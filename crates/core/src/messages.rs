@@ -92,6 +92,23 @@ impl MessageBatch {
         &self.bytes
     }
 
+    /// Records `indices` of this batch, in that order, as a batch of their own (a backend that
+    /// sends some records one way and the rest another cuts a batch with it).
+    pub fn select(&self, indices: &[usize]) -> MessageBatch {
+        let bytes = indices.iter().map(|&i| self.message_bytes(i, 1)).sum();
+        let mut out = MessageBatch::with_capacity(indices.len(), bytes);
+        for &i in indices {
+            out.items.push(&self.items.item(i));
+            for (dst, src) in out.za.iter_mut().zip(&self.za) {
+                dst.push(src[i]);
+            }
+            out.bytes
+                .extend_from_slice(&self.bytes[self.offsets[i]..self.offsets[i + 1]]);
+            out.offsets.push(out.bytes.len());
+        }
+        out
+    }
+
     /// The digests computed here, e = SM3(Z_A ‖ M), as an ordinary batch: the path of a backend
     /// that does not hash itself, and the CPU fallback.
     pub fn to_digest_batch(&self) -> Batch {
@@ -148,5 +165,19 @@ mod tests {
             assert_eq!(it.r[31], i as u8);
             assert_eq!((it.s, it.px, it.py), ([2; 32], [3; 32], [4; 32]));
         }
+    }
+
+    #[test]
+    fn a_selection_keeps_each_record_whole_in_the_order_asked() {
+        let b = batch(70);
+        let picked = [69, 3, 0, 40, 41, 3];
+        let sel = b.select(&picked);
+        assert_eq!(sel.len(), picked.len());
+        let (all, part) = (b.to_digest_batch(), sel.to_digest_batch());
+        for (k, &i) in picked.iter().enumerate() {
+            assert_eq!(part.item(k), all.item(i), "record {k} is record {i}");
+            assert_eq!(sel.message_bytes(k, 1), b.message_bytes(i, 1));
+        }
+        assert!(b.select(&[]).is_empty());
     }
 }

@@ -247,20 +247,37 @@ struct Engine {
 }
 
 /// What one run of the chunk pipeline verifies.
+/// Messages to hash on the GPU (record i of the work is message i) and the SM3 kernel.
+type Hashing<'a> = Option<(&'a MessageBatch, &'a CudaFunction)>;
+
 #[derive(Clone, Copy)]
 enum Work<'a> {
     /// Records with their keys; with messages, e is hashed on the GPU first.
-    Records(&'a Batch, Option<(&'a MessageBatch, &'a CudaFunction)>),
-    /// Records of known signers, against the tables in `ktabs`.
-    Signed(&'a SignerBatch),
+    Records(&'a Batch, Hashing<'a>),
+    /// Records of known signers, against the tables in `ktabs`; with messages, e is hashed on the
+    /// GPU first (e is the first row of both layouts, so the SM3 kernel serves both).
+    Signed(&'a SignerBatch, Hashing<'a>),
 }
 
 impl Work<'_> {
     fn len(&self) -> usize {
         match self {
             Work::Records(b, _) => b.len(),
-            Work::Signed(b) => b.len(),
+            Work::Signed(b, _) => b.len(),
         }
+    }
+
+    fn hashing(&self) -> Hashing<'_> {
+        match self {
+            Work::Records(_, h) | Work::Signed(_, h) => *h,
+        }
+    }
+}
+
+/// Puts the verdicts of a part of a batch (slot k of `part` is record `at[k]`) into `out`.
+fn scatter(out: &mut Bitmap, part: &Bitmap, at: &[usize]) {
+    for (k, &i) in at.iter().enumerate() {
+        out.set(i, part.get(k));
     }
 }
 
@@ -556,7 +573,11 @@ impl Engine {
         Ok(())
     }
 
-    fn verify_signed(&mut self, batch: &SignerBatch) -> Result<Bitmap, BackendError> {
+    fn verify_signed(
+        &mut self,
+        batch: &SignerBatch,
+        hashing: Hashing,
+    ) -> Result<Bitmap, BackendError> {
         let loaded = self.ktabs.as_ref().map_or(0, |(_, ix)| ix.len());
         if let Some(max) = batch.max_signer() {
             if max as usize >= loaded {
@@ -566,7 +587,7 @@ impl Engine {
                 });
             }
         }
-        self.run(Work::Signed(batch))
+        self.run(Work::Signed(batch, hashing))
     }
 
     /// Records with their keys: those of known signers through their tables, the others through
@@ -577,21 +598,15 @@ impl Engine {
         };
         let split = crate::signers::Split::new(batch, index);
         if split.others.is_empty() {
-            return self.verify_signed(&split.known); // every record known: already in order
+            return self.verify_signed(&split.known, None); // every record known: already in order
         }
         let mut out = Bitmap::new(batch.len());
         if !split.known.is_empty() {
-            let map = self.verify_signed(&split.known)?;
-            for (k, &i) in split.known_at.iter().enumerate() {
-                out.set(i, map.get(k));
-            }
+            let map = self.verify_signed(&split.known, None)?;
+            scatter(&mut out, &map, &split.known_at);
         }
-        if !split.others.is_empty() {
-            let map = self.verify(&split.others)?;
-            for (k, &i) in split.others_at.iter().enumerate() {
-                out.set(i, map.get(k));
-            }
-        }
+        let map = self.verify(&split.others)?;
+        scatter(&mut out, &map, &split.others_at);
         Ok(out)
     }
 
@@ -624,7 +639,25 @@ impl Engine {
             .bind_to_thread()
             .map_err(|e| device_err("bind context", e))?;
         let sm3 = self.sm3_function()?;
-        self.run(Work::Records(batch.items(), Some((batch, &sm3))))
+        let split = match &self.ktabs {
+            Some((_, index)) => crate::signers::Split::new(batch.items(), index),
+            None => return self.run(Work::Records(batch.items(), Some((batch, &sm3)))),
+        };
+        if split.others.is_empty() {
+            return self.verify_signed(&split.known, Some((batch, &sm3)));
+        }
+        // Known signers' records through their tables, the rest as usual, each part with its
+        // own messages; verdicts merged back in order.
+        let mut out = Bitmap::new(batch.len());
+        if !split.known.is_empty() {
+            let messages = batch.select(&split.known_at);
+            let map = self.verify_signed(&split.known, Some((&messages, &sm3)))?;
+            scatter(&mut out, &map, &split.known_at);
+        }
+        let messages = batch.select(&split.others_at);
+        let map = self.run(Work::Records(messages.items(), Some((&messages, &sm3))))?;
+        scatter(&mut out, &map, &split.others_at);
+        Ok(out)
     }
 
     /// The chunk pipeline. With `msgs`, each chunk's digests are computed on the GPU by the SM3
@@ -644,7 +677,7 @@ impl Engine {
             Work::Records(..) => {
                 pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len)
             }
-            Work::Signed(_) => self
+            Work::Signed(..) => self
                 .signed
                 .as_ref()
                 .expect("verify_signed checked the mode"),
@@ -660,7 +693,7 @@ impl Engine {
             let out_words = (grid * block / 64) as usize;
             let in_words = match work {
                 Work::Records(..) => chunk_words(&k, mp),
-                Work::Signed(_) => SIGNED_ROWS * mp,
+                Work::Signed(..) => SIGNED_ROWS * mp,
             };
             let slot = &mut self.slots[c % nslots];
             Self::harvest(slot, &mut words)?;
@@ -674,7 +707,7 @@ impl Engine {
             }
             match work {
                 Work::Records(batch, _) => stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice()),
-                Work::Signed(batch) => batch.stage(i0, m, mp, slot.pin_in.as_mut_slice()),
+                Work::Signed(batch, _) => batch.stage(i0, m, mp, slot.pin_in.as_mut_slice()),
             }
             let s = slot.stream.cu_stream();
             // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers are not
@@ -683,7 +716,7 @@ impl Engine {
                 result::memcpy_htod_async(slot.dev_in.ptr, &slot.pin_in.as_slice()[..in_words], s)
                     .map_err(|e| device_err("copy in", e))?;
             }
-            if let Work::Records(_, Some((mb, sm3))) = work {
+            if let Some((mb, sm3)) = work.hashing() {
                 let msg_words = crate::messages::chunk_words(mb, i0, m, mp);
                 if slot.pin_msg.len < msg_words {
                     slot.pin_msg = Pinned::new(msg_words)?;
@@ -729,7 +762,7 @@ impl Engine {
             };
             let mut b = slot.stream.launch_builder(func);
             b.arg(&din).arg(&stride).arg(&count).arg(&gt);
-            if let Work::Signed(_) = work {
+            if let Work::Signed(..) = work {
                 b.arg(&ktabs);
             }
             b.arg(&dout);
@@ -947,7 +980,7 @@ impl CudaBackend {
             .lock()
             .map_err(|_| device_err("verify", "poisoned lock"))?;
         let t = Instant::now();
-        let map = e.verify_signed(batch)?;
+        let map = e.verify_signed(batch, None)?;
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 
@@ -1013,7 +1046,8 @@ impl Backend for CudaBackend {
     }
 
     /// e = SM3(Z_A ‖ M) is computed on the GPU for each chunk, then the chunk is verified as
-    /// usual. Verdict i is record i.
+    /// usual (with known signers loaded, their records through their tables). Verdict i is
+    /// record i.
     fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
         self.engine
             .lock()
