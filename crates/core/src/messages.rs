@@ -95,18 +95,21 @@ impl MessageBatch {
     /// Records `indices` of this batch, in that order, as a batch of their own (a backend that
     /// sends some records one way and the rest another cuts a batch with it).
     pub fn select(&self, indices: &[usize]) -> MessageBatch {
-        let bytes = indices.iter().map(|&i| self.message_bytes(i, 1)).sum();
-        let mut out = MessageBatch::with_capacity(indices.len(), bytes);
+        let items = self.items.select(indices);
+        let za = std::array::from_fn(|j| indices.iter().map(|&i| self.za[j][i]).collect());
+        let mut offsets = Vec::with_capacity(indices.len() + 1);
+        offsets.push(0);
+        let mut bytes = Vec::with_capacity(indices.iter().map(|&i| self.message_bytes(i, 1)).sum());
         for &i in indices {
-            out.items.push(&self.items.item(i));
-            for (dst, src) in out.za.iter_mut().zip(&self.za) {
-                dst.push(src[i]);
-            }
-            out.bytes
-                .extend_from_slice(&self.bytes[self.offsets[i]..self.offsets[i + 1]]);
-            out.offsets.push(out.bytes.len());
+            bytes.extend_from_slice(&self.bytes[self.offsets[i]..self.offsets[i + 1]]);
+            offsets.push(bytes.len());
         }
-        out
+        MessageBatch {
+            items,
+            za,
+            offsets,
+            bytes,
+        }
     }
 
     /// The digests computed here, e = SM3(Z_A ‖ M), as an ordinary batch: the path of a backend
