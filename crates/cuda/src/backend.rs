@@ -8,7 +8,7 @@
 use crate::host;
 use crate::kernel::{self, KernelConfig, Resources};
 use crate::messages::MessageBatch;
-use crate::signers::{SignerBatch, SignerTables, SIGNED_ROWS};
+use crate::signers::{SignerBatch, SignerTables, StageSigned, SIGNED_ROWS};
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::backend::{Backend, BackendError};
 use chainsig_core::batch::{Batch, LIMBS, OPERANDS, PY};
@@ -223,7 +223,7 @@ struct Slot {
     pin_msg: Pinned<u32>,
     dev_msg: DevBuf,
     done: Event,
-    pending: Option<(usize, usize)>, // (first item, items)
+    pending: Option<(usize, usize, usize)>, // (work, first item, items)
 }
 
 struct Engine {
@@ -244,19 +244,22 @@ struct Engine {
     signed: Option<CudaFunction>,
     /// The known signers' tables, one after another, and their numbering.
     ktabs: Option<(DevBuf, crate::signers::SignerIndex)>,
+    /// A host backend for the few records of a batch outside the known signers, and the most
+    /// records it takes ([`CudaBackend::set_host_helper`]).
+    host: Option<(Arc<dyn Backend>, usize)>,
 }
 
-/// What one run of the chunk pipeline verifies.
 /// Messages to hash on the GPU (record i of the work is message i) and the SM3 kernel.
 type Hashing<'a> = Option<(&'a MessageBatch, &'a CudaFunction)>;
 
+/// What the chunk pipeline verifies.
 #[derive(Clone, Copy)]
 enum Work<'a> {
     /// Records with their keys; with messages, e is hashed on the GPU first.
     Records(&'a Batch, Hashing<'a>),
     /// Records of known signers, against the tables in `ktabs`; with messages, e is hashed on the
     /// GPU first (e is the first row of both layouts, so the SM3 kernel serves both).
-    Signed(&'a SignerBatch, Hashing<'a>),
+    Signed(&'a dyn StageSigned, Hashing<'a>),
 }
 
 impl Work<'_> {
@@ -271,13 +274,6 @@ impl Work<'_> {
         match self {
             Work::Records(_, h) | Work::Signed(_, h) => *h,
         }
-    }
-}
-
-/// Puts the verdicts of a part of a batch (slot k of `part` is record `at[k]`) into `out`.
-fn scatter(out: &mut Bitmap, part: &Bitmap, at: &[usize]) {
-    for (k, &i) in at.iter().enumerate() {
-        out.set(i, part.get(k));
     }
 }
 
@@ -474,6 +470,7 @@ impl Engine {
             sm3: None,
             signed,
             ktabs: None,
+            host: None,
         };
         // A product miscompiled for this device must never produce a verdict: check the kernel's
         // field arithmetic against the host build before accepting work.
@@ -538,12 +535,12 @@ impl Engine {
         c.max(1).next_multiple_of(64)
     }
 
-    fn harvest(slot: &mut Slot, words: &mut [u64]) -> Result<(), BackendError> {
-        if let Some((i0, m)) = slot.pending.take() {
+    fn harvest(slot: &mut Slot, words: &mut [Vec<u64>]) -> Result<(), BackendError> {
+        if let Some((w, i0, m)) = slot.pending.take() {
             slot.done.sync()?;
             let w0 = i0 / 64;
             let n = m.div_ceil(64);
-            words[w0..w0 + n].copy_from_slice(&slot.pin_out.as_slice()[..n]);
+            words[w][w0..w0 + n].copy_from_slice(&slot.pin_out.as_slice()[..n]);
         }
         Ok(())
     }
@@ -573,11 +570,7 @@ impl Engine {
         Ok(())
     }
 
-    fn verify_signed(
-        &mut self,
-        batch: &SignerBatch,
-        hashing: Hashing,
-    ) -> Result<Bitmap, BackendError> {
+    fn verify_signed(&mut self, batch: &SignerBatch) -> Result<Bitmap, BackendError> {
         let loaded = self.ktabs.as_ref().map_or(0, |(_, ix)| ix.len());
         if let Some(max) = batch.max_signer() {
             if max as usize >= loaded {
@@ -587,7 +580,7 @@ impl Engine {
                 });
             }
         }
-        self.run(Work::Signed(batch, hashing))
+        self.run(Work::Signed(batch, None))
     }
 
     /// Records with their keys: those of known signers through their tables, the others through
@@ -598,16 +591,42 @@ impl Engine {
         };
         let split = crate::signers::Split::new(batch, index);
         if split.others.is_empty() {
-            return self.verify_signed(&split.known, None); // every record known: already in order
+            return self.run(Work::Signed(&split.known, None)); // every record known: in order
         }
-        let mut out = Bitmap::new(batch.len());
-        if !split.known.is_empty() {
-            let map = self.verify_signed(&split.known, None)?;
-            scatter(&mut out, &map, &split.known_at);
+        let (known, others) = self.known_and_others(
+            Work::Signed(&split.known, None),
+            Work::Records(&split.others, None),
+            |host| host.verify_batch(&split.others),
+        )?;
+        Ok(split.merge(&known, &others))
+    }
+
+    /// Verifies the known signers' part of a batch on the GPU, and the rest. A rest small enough
+    /// goes to the host helper, verified there while the GPU works: the default kernel would add
+    /// its whole latency (about 1.3 ms on the H200 at any size) to a batch of a few hundred
+    /// microseconds. A larger rest runs on the GPU beside the known part, in one pipeline.
+    fn known_and_others(
+        &mut self,
+        known: Work,
+        others: Work,
+        on_host: impl FnOnce(&dyn Backend) -> Result<Bitmap, BackendError> + Send,
+    ) -> Result<(Bitmap, Bitmap), BackendError> {
+        let host = self.host.clone().filter(|(_, most)| others.len() <= *most);
+        if let Some((host, _)) = host {
+            return std::thread::scope(|scope| {
+                let helper = scope.spawn(move || on_host(host.as_ref()));
+                let known = self.run(known);
+                let others = helper
+                    .join()
+                    .map_err(|_| device_err("host helper", "panicked"))?;
+                Ok((known?, others?))
+            });
         }
-        let map = self.verify(&split.others)?;
-        scatter(&mut out, &map, &split.others_at);
-        Ok(out)
+        // The rest first: its one chunk starts before the known part's and overlaps it.
+        let mut maps = self.run_all(&[others, known])?;
+        let known = maps.pop().expect("two works, two bitmaps");
+        let others = maps.pop().expect("two works, two bitmaps");
+        Ok((known, others))
     }
 
     /// The SM3 kernel, compiled (or loaded from the cache) on first use.
@@ -644,34 +663,69 @@ impl Engine {
             None => return self.run(Work::Records(batch.items(), Some((batch, &sm3)))),
         };
         if split.others.is_empty() {
-            return self.verify_signed(&split.known, Some((batch, &sm3)));
+            return self.run(Work::Signed(&split.known, Some((batch, &sm3))));
         }
         // Known signers' records through their tables, the rest as usual, each part with its
         // own messages; verdicts merged back in order.
-        let mut out = Bitmap::new(batch.len());
-        if !split.known.is_empty() {
-            let messages = batch.select(&split.known_at);
-            let map = self.verify_signed(&split.known, Some((&messages, &sm3)))?;
-            scatter(&mut out, &map, &split.known_at);
-        }
-        let messages = batch.select(&split.others_at);
-        let map = self.run(Work::Records(messages.items(), Some((&messages, &sm3))))?;
-        scatter(&mut out, &map, &split.others_at);
-        Ok(out)
+        let (known_msgs, others_msgs) = (
+            batch.select(split.known.at()),
+            batch.select(&split.others_at),
+        );
+        let (known, others) = self.known_and_others(
+            Work::Signed(&split.known, Some((&known_msgs, &sm3))),
+            Work::Records(others_msgs.items(), Some((&others_msgs, &sm3))),
+            |host| host.verify_messages(&others_msgs),
+        )?;
+        Ok(split.merge(&known, &others))
     }
 
-    /// The chunk pipeline. With `msgs`, each chunk's digests are computed on the GPU by the SM3
-    /// kernel (into the e rows of the staged input) just before its verification kernel.
+    /// The chunk pipeline over one work.
     fn run(&mut self, work: Work) -> Result<Bitmap, BackendError> {
-        let len = work.len();
-        let mut words = vec![0u64; len.div_ceil(64)];
-        if len == 0 {
-            return Ok(Bitmap::from_words(words, 0));
+        Ok(self.run_all(&[work])?.pop().expect("one work, one bitmap"))
+    }
+
+    /// The chunk pipeline: each work cut into chunks (the chunk length set by all the works
+    /// together, so a small work is one chunk), the chunks spread over the streams in order, one
+    /// bitmap per work. A work with messages has each chunk's digests computed on the GPU by the
+    /// SM3 kernel (into the e rows of the staged input) just before its verification kernel.
+    fn run_all(&mut self, works: &[Work]) -> Result<Vec<Bitmap>, BackendError> {
+        let mut words: Vec<Vec<u64>> = works
+            .iter()
+            .map(|w| vec![0u64; w.len().div_ceil(64)])
+            .collect();
+        let total: usize = works.iter().map(Work::len).sum();
+        if total > 0 {
+            self.ctx
+                .bind_to_thread()
+                .map_err(|e| device_err("bind context", e))?;
         }
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| device_err("bind context", e))?;
-        let chunk = self.chunk_len(len);
+        let chunk = self.chunk_len(total);
+        let mut c = 0; // chunks launched, over every work
+        for (w, &work) in works.iter().enumerate() {
+            c = self.launch_chunks(w, work, chunk, c, &mut words)?;
+        }
+        for slot in &mut self.slots {
+            Self::harvest(slot, &mut words)?;
+        }
+        Ok(words
+            .into_iter()
+            .zip(works)
+            .map(|(words, work)| Bitmap::from_words(words, work.len()))
+            .collect())
+    }
+
+    /// Stages and launches the chunks of work `w`, chunk numbers from `c` on (chunk `c` goes to
+    /// stream `c mod streams`, after that stream's previous chunk is harvested). Returns the next
+    /// chunk number.
+    fn launch_chunks(
+        &mut self,
+        w: usize,
+        work: Work,
+        chunk: usize,
+        mut c: usize,
+        words: &mut [Vec<u64>],
+    ) -> Result<usize, BackendError> {
+        let len = work.len();
         // Borrows of the two fields only: the loop below borrows the slots mutably.
         let func = match work {
             Work::Records(..) => {
@@ -686,7 +740,7 @@ impl Engine {
         let k = self.cfg.kernel;
         let block = self.cfg.block_size;
         let nslots = self.slots.len();
-        for (c, i0) in (0..len).step_by(chunk).enumerate() {
+        for i0 in (0..len).step_by(chunk) {
             let m = chunk.min(len - i0);
             let mp = m.next_multiple_of(64);
             let grid = (mp as u32).div_ceil(block);
@@ -696,7 +750,8 @@ impl Engine {
                 Work::Signed(..) => SIGNED_ROWS * mp,
             };
             let slot = &mut self.slots[c % nslots];
-            Self::harvest(slot, &mut words)?;
+            c += 1;
+            Self::harvest(slot, words)?;
             if slot.pin_in.len < in_words {
                 slot.pin_in = Pinned::new(in_words)?;
                 slot.dev_in = DevBuf::new(in_words * 4)?;
@@ -775,12 +830,9 @@ impl Engine {
                     .map_err(|e| device_err("copy out", e))?;
             }
             slot.done.record(&slot.stream)?;
-            slot.pending = Some((i0, m));
+            slot.pending = Some((w, i0, m));
         }
-        for slot in &mut self.slots {
-            Self::harvest(slot, &mut words)?;
-        }
-        Ok(Bitmap::from_words(words, len))
+        Ok(c)
     }
 
     /// Times the kernel alone over the whole batch on the device (no transfers), median of `reps`.
@@ -963,6 +1015,18 @@ impl CudaBackend {
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 
+    /// Lets `host` (the CPU backend) verify the records of a batch outside the known signers when
+    /// they are at most `most`, at the same time as the GPU verifies the known ones: for a few
+    /// records the host's cores finish sooner than the GPU's default kernel, whose latency does
+    /// not shrink with the batch. Without a helper, or above `most`, they run on the GPU.
+    pub fn set_host_helper(&self, host: Arc<dyn Backend>, most: usize) -> Result<(), BackendError> {
+        self.engine
+            .lock()
+            .map_err(|_| device_err("set host helper", "poisoned lock"))?
+            .host = Some((host, most));
+        Ok(())
+    }
+
     /// Loads the known signers' fixed-base tables (522 KB of GPU memory each), replacing any loaded
     /// before; a [`SignerBatch`] names its signers by their index in `tables`. Fast mode only.
     pub fn load_signers(&self, tables: &SignerTables) -> Result<(), BackendError> {
@@ -980,7 +1044,7 @@ impl CudaBackend {
             .lock()
             .map_err(|_| device_err("verify", "poisoned lock"))?;
         let t = Instant::now();
-        let map = e.verify_signed(batch, None)?;
+        let map = e.verify_signed(batch)?;
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 

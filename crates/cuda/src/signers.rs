@@ -10,8 +10,10 @@
 use crate::codegen::{words_from_be, Words};
 use crate::host::{self, GTABLE_WORDS};
 use chainsig_core::batch::{Batch, LIMBS, PX};
+use chainsig_core::Bitmap;
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Bytes of one signer's table on the GPU.
 pub const TABLE_BYTES: usize = GTABLE_WORDS * 4;
@@ -93,7 +95,28 @@ impl std::fmt::Debug for SignerTables {
 #[derive(Debug, Default, Clone)]
 pub struct SignerIndex {
     keys: Vec<SignerKey>,
-    by_words: HashMap<[u32; 16], u32>,
+    by_words: HashMap<[u32; 16], u32, BuildHasherDefault<KeyHasher>>,
+}
+
+/// Hashes a key by the low 64 bits of its x coordinate. Every record of a batch is looked up, and
+/// SipHash over 64 bytes was most of a split's cost. Flooding is no concern: only the operator's
+/// keys are ever inserted, so a record crafted to collide costs one more full comparison.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // A [u32; 16] is hashed as its length, then its 64 bytes in one write.
+        if let Some(low) = bytes.get(..8) {
+            self.0 ^= u64::from_ne_bytes(low.try_into().expect("8 bytes"));
+        }
+    }
+
+    fn write_usize(&mut self, _length: usize) {}
 }
 
 fn key_words((x, y): &SignerKey) -> [u32; 16] {
@@ -140,21 +163,85 @@ impl SignerIndex {
     }
 }
 
+/// Signatures in the kernel's signed layout (see [`SIGNED_ROWS`]), staged chunk by chunk.
+pub(crate) trait StageSigned: Sync {
+    fn len(&self) -> usize;
+    /// Copies records [i0, i0 + m) into `dst` in the kernel's layout with row stride `mp`.
+    fn stage(&self, i0: usize, m: usize, mp: usize, dst: &mut [u32]);
+}
+
 /// A batch cut by signer: the records of known signers, and the others (unknown keys, records
-/// that failed preparation) still with their keys; `*_at` give each record's place in the batch.
+/// that failed preparation) still with their keys; `known.at()` and `others_at` give each
+/// record's place in the batch.
 #[derive(Debug)]
-pub struct Split {
-    pub known: SignerBatch,
-    pub known_at: Vec<usize>,
+pub struct Split<'a> {
+    pub known: KnownRecords<'a>,
     pub others: Batch,
     pub others_at: Vec<usize>,
 }
 
-impl Split {
-    /// Cuts `batch` by `index`. The lookups run in parallel, and both parts are gathered row by
-    /// row with the rows in parallel, so cutting a million records costs milliseconds (record by
-    /// record it cost over half a second, more than the GPU's whole verification).
-    pub fn new(batch: &Batch, index: &SignerIndex) -> Split {
+/// The records of a batch whose signers are known, read in place: staging gathers their
+/// operands straight from the batch into the GPU's input, with no copy of the batch between.
+#[derive(Debug)]
+pub struct KnownRecords<'a> {
+    batch: &'a Batch,
+    at: Vec<usize>,
+    signers: Vec<u32>,
+}
+
+impl KnownRecords<'_> {
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+
+    /// Each known record's place in the batch.
+    pub fn at(&self) -> &[usize] {
+        &self.at
+    }
+
+    /// Known record k's operands as words (e, r, s) and its signer.
+    pub fn record(&self, k: usize) -> (Words, Words, Words, u32) {
+        let (w, stride, i) = (self.batch.words(), self.batch.stride(), self.at[k]);
+        let op = |o: usize| std::array::from_fn(|j| w[(o * LIMBS + j) * stride + i]);
+        (op(0), op(1), op(2), self.signers[k])
+    }
+}
+
+impl StageSigned for KnownRecords<'_> {
+    fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    fn stage(&self, i0: usize, m: usize, mp: usize, dst: &mut [u32]) {
+        let (w, stride) = (self.batch.words(), self.batch.stride());
+        let (at, signers) = (&self.at[i0..i0 + m], &self.signers[i0..i0 + m]);
+        let gather = |(r, d): (usize, &mut [u32])| {
+            if r < 3 * LIMBS {
+                let row = &w[r * stride..];
+                for (d, &i) in d.iter_mut().zip(at) {
+                    *d = row[i];
+                }
+            } else {
+                d[..m].copy_from_slice(signers);
+            }
+        };
+        let dst = &mut dst[..SIGNED_ROWS * mp];
+        if m >= 16384 {
+            dst.par_chunks_mut(mp).enumerate().for_each(gather);
+        } else {
+            dst.chunks_mut(mp).enumerate().for_each(gather);
+        }
+    }
+}
+
+impl<'a> Split<'a> {
+    /// Cuts `batch` by `index`. The lookups run in parallel; the known records stay in the batch
+    /// and are gathered when staged (copying them here cost more than the GPU's verification).
+    pub fn new(batch: &'a Batch, index: &SignerIndex) -> Split<'a> {
         let n = batch.len();
         let signer: Vec<Option<u32>> = (0..n)
             .into_par_iter()
@@ -168,30 +255,29 @@ impl Split {
             .collect();
         let (known_at, others_at): (Vec<usize>, Vec<usize>) =
             (0..n).partition(|&i| signer[i].is_some());
-        let (w, stride) = (batch.words(), batch.stride());
-        let mut rows: Vec<Vec<u32>> = (0..3 * LIMBS)
-            .into_par_iter()
-            .map(|r| {
-                let row = &w[r * stride..r * stride + n];
-                known_at.iter().map(|&i| row[i]).collect()
-            })
-            .collect();
-        rows.push(
-            known_at
-                .iter()
-                .map(|&i| signer[i].expect("known"))
-                .collect(),
-        );
+        let signers = known_at.iter().filter_map(|&i| signer[i]).collect();
         Split {
-            known: SignerBatch {
-                rows,
-                len: known_at.len(),
+            known: KnownRecords {
+                batch,
+                at: known_at,
+                signers,
             },
-            known_at,
             // Records that failed preparation keep their all-zero slot (r = 0): rejected.
             others: batch.select(&others_at),
             others_at,
         }
+    }
+
+    /// The verdicts of the whole batch, in its order, from those of its two parts (slot k of
+    /// `known` is record `known.at()[k]`, and likewise for the others).
+    pub fn merge(&self, known: &Bitmap, others: &Bitmap) -> Bitmap {
+        let mut out = Bitmap::new(self.known.len() + self.others_at.len());
+        for (part, at) in [(known, self.known.at()), (others, &self.others_at)] {
+            for (k, &i) in at.iter().enumerate() {
+                out.set(i, part.get(k));
+            }
+        }
+        out
     }
 }
 
@@ -277,9 +363,14 @@ impl SignerBatch {
         let op = |k: usize| std::array::from_fn(|j| self.rows[k * LIMBS + j][i]);
         (op(0), op(1), op(2), self.rows[3 * LIMBS][i])
     }
+}
 
-    /// Copies records [i0, i0 + m) into `dst` in the kernel's layout with row stride `mp`.
-    pub(crate) fn stage(&self, i0: usize, m: usize, mp: usize, dst: &mut [u32]) {
+impl StageSigned for SignerBatch {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn stage(&self, i0: usize, m: usize, mp: usize, dst: &mut [u32]) {
         let copy = |(row, d): (&Vec<u32>, &mut [u32])| d[..m].copy_from_slice(&row[i0..i0 + m]);
         let dst = &mut dst[..SIGNED_ROWS * mp];
         if m >= 16384 {
@@ -327,6 +418,68 @@ mod tests {
             assert_eq!(e[7] >> 24, 0x80 | ((i0 + i) as u32 & 0xff));
         }
         assert_eq!(b.max_signer(), Some(99 * 3));
+    }
+
+    #[test]
+    fn known_records_stage_from_the_batch_in_place() {
+        use chainsig_core::{Algorithm, PreparedItem};
+        let keys: Vec<SignerKey> = (0..5u8).map(|k| ([k + 1; 32], [k + 100; 32])).collect();
+        let mut ix = SignerIndex::new();
+        keys.iter().for_each(|k| _ = ix.insert(*k));
+        let mut b = Batch::with_capacity(Algorithm::Sm2, false, 0);
+        for i in 0..300u32 {
+            if i % 50 == 3 {
+                b.push_error(chainsig_core::RecordError::new("sig", "bad"));
+                continue;
+            }
+            let (px, py) = if i % 7 == 0 {
+                ([9; 32], [9; 32])
+            } else {
+                keys[i as usize % 5]
+            };
+            let v =
+                |o: u32| -> [u8; 32] { std::array::from_fn(|k| (i * 3 + o * 11 + k as u32) as u8) };
+            b.push(&PreparedItem {
+                e: v(1),
+                r: v(2),
+                s: v(3),
+                px,
+                py,
+            });
+        }
+        let split = Split::new(&b, &ix);
+        assert_eq!(split.known.len() + split.others.len(), 300);
+        assert!(split.others_at.contains(&3) && split.others_at.contains(&7));
+        let (i0, m, mp) = (40usize, 150usize, 192usize);
+        let mut dst = vec![0xdead_beef; SIGNED_ROWS * mp];
+        split.known.stage(i0, m, mp, &mut dst);
+        for k in 0..m {
+            let i = split.known.at()[i0 + k];
+            let item = b.item(i);
+            let (e, r, s, signer) = split.known.record(i0 + k);
+            assert_eq!(
+                (e, r, s),
+                (
+                    words_from_be(&item.e),
+                    words_from_be(&item.r),
+                    words_from_be(&item.s)
+                )
+            );
+            assert_eq!(keys[signer as usize], (item.px, item.py), "record {i}");
+            for j in 0..8 {
+                assert_eq!(dst[j * mp + k], e[j]);
+                assert_eq!(dst[(8 + j) * mp + k], r[j]);
+                assert_eq!(dst[(16 + j) * mp + k], s[j]);
+            }
+            assert_eq!(dst[24 * mp + k], signer);
+        }
+        let known = Bitmap::from_bools((0..split.known.len()).map(|k| k % 2 == 0));
+        let others = Bitmap::from_bools(vec![true; split.others.len()]);
+        let merged = split.merge(&known, &others);
+        for (k, &i) in split.known.at().iter().enumerate() {
+            assert_eq!(merged.get(i), k % 2 == 0);
+        }
+        assert!(split.others_at.iter().all(|&i| merged.get(i)));
     }
 
     #[test]

@@ -171,7 +171,7 @@ fn a_split_batch_keeps_every_record_once_and_its_verdict() {
     let split = Split::new(&b, tables.index());
     assert!(split.known.len() > 50 && split.others.len() > 50);
     let mut seen = vec![0u8; b.len()];
-    for &i in split.known_at.iter().chain(&split.others_at) {
+    for &i in split.known.at().iter().chain(&split.others_at) {
         seen[i] += 1;
     }
     assert!(seen.iter().all(|&c| c == 1), "every record exactly once");
@@ -180,7 +180,7 @@ fn a_split_batch_keeps_every_record_once_and_its_verdict() {
         "the unprepared record goes the default way"
     );
     let mut got = vec![None; b.len()];
-    for (k, &i) in split.known_at.iter().enumerate() {
+    for (k, &i) in split.known.at().iter().enumerate() {
         let (e, r, s, signer) = split.known.record(k);
         assert_eq!(
             Some(signer),
