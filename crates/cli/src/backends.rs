@@ -40,7 +40,7 @@ pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Re
                 eprintln!(
                     "known signers: {} tables ({} MB) built and loaded in {:.2} s",
                     tables.len(),
-                    tables.words().len() * 4 >> 20,
+                    (tables.words().len() * 4) >> 20,
                     started.elapsed().as_secs_f64()
                 );
             }

@@ -272,3 +272,124 @@ fn bench_runs_and_writes_json() {
         .all(|r| r["throughput_per_second"].as_f64().unwrap() > 0.0));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn known_signers_from_gen_to_verify_and_bench() {
+    let dir = common::TempDir::new("signers");
+    let keys = dir.path("keys.txt");
+    let keys_arg = keys.to_str().unwrap();
+    let gen = chainsig(
+        &[
+            "gen",
+            "--alg",
+            "sm2",
+            "--count",
+            "200",
+            "--invalid-ratio",
+            "0.3",
+            "--signers",
+            "5",
+            "--signer-keys",
+            keys_arg,
+        ],
+        "",
+    );
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let key_lines: Vec<String> = std::fs::read_to_string(&keys)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(key_lines.len(), 5);
+    assert!(key_lines
+        .iter()
+        .all(|k| k.len() == 130 && k.starts_with("04")));
+    // Every valid record is signed by a key of the set (compressed or not: compare x).
+    let records = json_lines(&gen.stdout);
+    let xs: Vec<&str> = key_lines.iter().map(|k| &k[2..66]).collect();
+    for (i, r) in records.iter().enumerate() {
+        if r["expect"].as_bool().unwrap() {
+            let key = r["pubkey"].as_str().unwrap();
+            assert!(
+                xs.contains(&&key[2..66]),
+                "record {i} signed outside the set"
+            );
+        }
+    }
+    let text = String::from_utf8(gen.stdout).unwrap();
+    let verify = chainsig(
+        &["verify", "--backend", "cpu", "--signers", keys_arg],
+        &text,
+    );
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    let verdicts = json_lines(&verify.stdout);
+    assert_eq!(verdicts.len(), records.len());
+    for (i, (v, r)) in verdicts.iter().zip(&records).enumerate() {
+        assert_eq!(v["line"], i + 1);
+        assert_eq!(v["valid"], r["expect"], "line {}", i + 1);
+    }
+
+    // A bad key is refused by its line, before any record is read.
+    let bad = dir.file(
+        "bad.txt",
+        &format!("# ours\n{}\n04{}\n", key_lines[0], "11".repeat(64)),
+    );
+    let out = chainsig(&["verify", "--signers", bad.to_str().unwrap()], &text);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 3: pubkey"), "{err}");
+    let out = chainsig(
+        &[
+            "gen",
+            "--alg",
+            "sm2",
+            "--count",
+            "1",
+            "--signer-keys",
+            keys_arg,
+        ],
+        "",
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--signer-keys needs --signers"));
+
+    let json = dir.path("bench.json");
+    let out = chainsig(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--alg",
+            "sm2",
+            "--signers",
+            "3",
+            "--sizes",
+            "64",
+            "--repeats",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0]["signers"].as_u64(), rows[0]["batch"].as_u64()),
+        (Some(3), Some(64))
+    );
+}
