@@ -240,32 +240,25 @@ fn recover_signatures_and_transactions() {
     assert!(v[3]["error"].as_str().unwrap().starts_with("digest:"));
 }
 
-#[test]
-fn bench_runs_and_writes_json() {
-    let dir = std::env::temp_dir().join(format!("chainsig-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("bench.json");
-    let out = chainsig(
-        &[
-            "bench",
-            "--backend",
-            "cpu",
-            "--sizes",
-            "64,128",
-            "--repeats",
-            "1",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        "",
-    );
+/// The rows `chainsig bench --backend cpu --repeats 1 ARGS --json JSON` writes.
+fn bench_rows(args: &[&str], json: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut all = vec!["bench", "--backend", "cpu", "--repeats", "1"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", json.to_str().unwrap()]);
+    let out = chainsig(&all, "");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+#[test]
+fn bench_runs_and_writes_json() {
+    let dir = std::env::temp_dir().join(format!("chainsig-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rows = bench_rows(&["--sizes", "64,128"], &dir.join("bench.json"));
     assert_eq!(rows.len(), 6);
     assert!(rows
         .iter()
@@ -361,32 +354,10 @@ fn known_signers_from_gen_to_verify_and_bench() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--signer-keys needs --signers"));
 
-    let json = dir.path("bench.json");
-    let out = chainsig(
-        &[
-            "bench",
-            "--backend",
-            "cpu",
-            "--alg",
-            "sm2",
-            "--signers",
-            "3",
-            "--sizes",
-            "64",
-            "--repeats",
-            "1",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        "",
+    let rows = bench_rows(
+        &["--alg", "sm2", "--signers", "3", "--sizes", "64"],
+        &dir.path("bench.json"),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(
         (rows[0]["signers"].as_u64(), rows[0]["batch"].as_u64()),
