@@ -734,7 +734,7 @@ impl Engine {
             Work::Signed(..) => self
                 .signed
                 .as_ref()
-                .expect("verify_signed checked the mode"),
+                .expect("signers load only where the signed kernel exists"),
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
         let k = self.cfg.kernel;
