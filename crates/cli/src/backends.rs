@@ -15,11 +15,21 @@ pub fn registry(requested: &str) -> Registry {
     with_signers(requested, &[]).expect("no signer tables to build or load")
 }
 
+/// As [`registry`], with the known signers of the file `signers` (`--signers` of `verify` and
+/// `serve`; see [`read_signer_keys`]) when one is named.
+pub fn with_signer_file(requested: &str, signers: Option<&Path>) -> anyhow::Result<Registry> {
+    let keys = match signers {
+        Some(path) => read_signer_keys(path)?,
+        None => Vec::new(),
+    };
+    with_signers(requested, &keys)
+}
+
 /// As [`registry`], with the SM2 keys `signers` loaded into the GPU backend as known signers
 /// (`chainsig_cuda::signers`): their records are verified through per-key tables, about four
 /// times as fast, and the few records of a batch outside the set go to the CPU meanwhile. The CPU
-/// backend ignores them. Building the tables (522 KB and about 25 ms of one
-/// core per key) is reported on stderr when there are any.
+/// backend has no use for them. Building the tables (522 KB and about 25 ms of one core per key)
+/// is reported on stderr when there are any.
 pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Registry> {
     let mut registry = chainsig_cpu::cpu_registry();
     if requested == chainsig_core::backend::CPU {

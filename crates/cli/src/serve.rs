@@ -102,11 +102,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(RateLimit { per_second, burst })
         }
     };
-    let signers = match &args.signers {
-        Some(path) => backends::read_signer_keys(path)?,
-        None => Vec::new(),
-    };
-    let registry = backends::with_signers(&args.backend, &signers)?;
+    let registry = backends::with_signer_file(&args.backend, args.signers.as_deref())?;
     if args.backend != "auto" {
         registry.get(&args.backend)?;
     }

@@ -43,11 +43,7 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let signers = match &args.signers {
-        Some(path) => backends::read_signer_keys(path)?,
-        None => Vec::new(),
-    };
-    let registry = backends::with_signers(&args.backend, &signers)?;
+    let registry = backends::with_signer_file(&args.backend, args.signers.as_deref())?;
     // Fail early and clearly when the named backend cannot run here.
     if args.backend != "auto" {
         registry.get(&args.backend)?;
