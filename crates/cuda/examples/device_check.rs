@@ -2,9 +2,10 @@
 //! of every kernel configuration compared with the CPU reference (RustCrypto `sm2`), the async
 //! submit/confirm path checked, then the benchmark sweep. Writes CSV/JSON into $OUT (or ./out).
 //!
-//! Usage: device_check [--count N] [--quick] [--regcap] [--regcap-full-keys] [--compact] [--messages]  (--regcap: the register-cap
+//! Usage: device_check [--count N] [--quick] [--regcap] [--regcap-full-keys] [--compact] [--pairs] [--messages]  (--regcap: the register-cap
 //! sweep in place of the standard one, --regcap-full-keys the same for full keys, --compact the
-//! default kernel against its compact form across batch sizes; every run is still checked against
+//! default kernel against its compact form across batch sizes, --pairs one thread per signature
+//! against a lane pair (two per signature) across batch sizes; every run is still checked against
 //! the reference.
 //! --messages: only the records that carry messages, hashed by SM3 on the GPU, checked and timed
 //! against hashing on the host; --signers N: records of N known signers, verified with their
@@ -28,6 +29,7 @@ fn main() {
     let mut messages = false;
     let mut regcap_full = false;
     let mut compact = false;
+    let mut pairs = false;
     let mut signers = 0usize;
     let mut i = 1;
     while i < args.len() {
@@ -44,6 +46,7 @@ fn main() {
             "--messages" => messages = true,
             "--regcap-full-keys" => regcap_full = true,
             "--compact" => compact = true,
+            "--pairs" => pairs = true,
             "--signers" => {
                 signers = args
                     .get(i + 1)
@@ -80,7 +83,9 @@ fn main() {
     let expected = Bitmap::from_bools(verdicts.iter().copied());
 
     // 0. Compile (or load from the cache) every kernel the run needs, in parallel.
-    let plan_all = if compact {
+    let plan_all = if pairs {
+        sweep::pairs_plan(count)
+    } else if compact {
         sweep::compact_plan(count)
     } else if regcap_full {
         sweep::regcap_plan_full_keys(count)
@@ -361,6 +366,7 @@ fn messages_check(count: usize, seed: u64, out: &std::path::Path) {
         max_registers: cap,
         product: Product::EvenOdd,
         compact: false,
+        pair: false,
     };
     let paper = KernelConfig {
         mode: Mode::Paper,

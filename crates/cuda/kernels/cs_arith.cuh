@@ -515,6 +515,84 @@ CS_FN void fe_sqr(fe& r, const fe& a) {
   fe_reduce_wide(r, t);
 }
 
+// ---------------------------------------------------------------- two products per step
+// The point formulas below are written as steps of two independent products. One thread forms
+// both, one after the other; in a lane-pair kernel (CS_PAIR, for small batches, where one warp per
+// scheduler leaves most of the GPU idle) the two lanes of a pair (lane ^ 1) hold the same values,
+// each forms one product and they swap results, which halves the chain of dependent
+// multiplications per signature. Both lanes end every step with identical values, so they always
+// take the same branches and the pair stays converged for its shuffles.
+#if defined(__CUDA_ARCH__) && defined(CS_PAIR)
+#define CS_LANES 2
+__device__ __forceinline__ bool pair_upper() { return (threadIdx.x & 1u) != 0; }
+
+// Lane 0's r0 and lane 1's r1 are in p; each lane takes the other's from its partner.
+__device__ __forceinline__ void pair_swap_results(fe& r0, fe& r1, const fe& p) {
+  const u32 mask = 3u << (threadIdx.x & 30u);
+  const bool upper = pair_upper();
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    const u32 q = __shfl_xor_sync(mask, p.v[j], 1);
+    r0.v[j] = upper ? q : p.v[j];
+    r1.v[j] = upper ? p.v[j] : q;
+  }
+}
+
+// x = the operand of this lane's product: a0 on lane 0, a1 on lane 1.
+__device__ __forceinline__ void pair_pick(fe& x, const fe& a0, const fe& a1) {
+  const bool upper = pair_upper();
+#pragma unroll
+  for (int j = 0; j < 8; j++) x.v[j] = upper ? a1.v[j] : a0.v[j];
+}
+
+// r0 = a0 b0, r1 = a1 b1.
+CS_FN void fe_mul2(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1) {
+  fe a, b, p;
+  pair_pick(a, a0, a1);
+  pair_pick(b, b0, b1);
+  fe_mul(p, a, b);
+  pair_swap_results(r0, r1, p);
+}
+
+// r0 = a0^2, r1 = a1^2.
+CS_FN void fe_sqr2(fe& r0, const fe& a0, fe& r1, const fe& a1) {
+  fe a, p;
+  pair_pick(a, a0, a1);
+  fe_sqr(p, a);
+  pair_swap_results(r0, r1, p);
+}
+
+// r0 = a0 b0, r1 = a1^2 (the square as a product, so both lanes run the same routine).
+CS_FN void fe_mul_sqr(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1) {
+  fe_mul2(r0, a0, b0, r1, a1, a1);
+}
+#else
+#define CS_LANES 1
+CS_FN void fe_mul2(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1) {
+  fe p, q;
+  fe_mul(p, a0, b0);
+  fe_mul(q, a1, b1);
+  fe_copy(r0, p);
+  fe_copy(r1, q);
+}
+
+CS_FN void fe_sqr2(fe& r0, const fe& a0, fe& r1, const fe& a1) {
+  fe p, q;
+  fe_sqr(p, a0);
+  fe_sqr(q, a1);
+  fe_copy(r0, p);
+  fe_copy(r1, q);
+}
+
+CS_FN void fe_mul_sqr(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1) {
+  fe p, q;
+  fe_mul(p, a0, b0);
+  fe_sqr(q, a1);
+  fe_copy(r0, p);
+  fe_copy(r1, q);
+}
+#endif
+
 // a^e for the fixed exponent given by a generated word function (warp-uniform branches).
 #define CS_DEFINE_POW(name, expfn)                          \
   CS_NOINLINE void name(fe& r, const fe& a) {               \
@@ -629,32 +707,28 @@ CS_FN void pt_cmov(jpt& R, const jpt& a, bool cond) {
   fe_cmov(R.Z, a.Z, cond);
 }
 
-// R = 2R for a = -3 (3M + 5S). Infinity stays infinity.
+// R = 2R for a = -3 (3M + 5S in four steps of two). Infinity stays infinity.
 CS_DBL_FN void pt_dbl(jpt& R) {
-  fe delta, gamma, beta, alpha, t0, t1;
-  fe_sqr(delta, R.Z);
-  fe_sqr(gamma, R.Y);
-  fe_mul(beta, R.X, gamma);
+  fe delta, gamma, beta, alpha, yz, t0, t1;
+  fe_add(yz, R.Y, R.Z);
+  fe_sqr2(delta, R.Z, gamma, R.Y);
   fe_sub(t0, R.X, delta);
   fe_add(t1, R.X, delta);
-  fe_mul(alpha, t0, t1);
+  fe_mul2(beta, R.X, gamma, alpha, t0, t1);
   fe_add(t0, alpha, alpha);
   fe_add(alpha, alpha, t0);  // alpha = 3 (X - delta)(X + delta)
+  fe_sqr2(t0, alpha, yz, yz);
   // Z3 = (Y + Z)^2 - gamma - delta
-  fe_add(t0, R.Y, R.Z);
-  fe_sqr(t0, t0);
-  fe_sub(t0, t0, gamma);
-  fe_sub(R.Z, t0, delta);
+  fe_sub(yz, yz, gamma);
+  fe_sub(R.Z, yz, delta);
   // X3 = alpha^2 - 8 beta
   fe_add(beta, beta, beta);
   fe_add(beta, beta, beta);  // 4 beta
-  fe_sqr(t0, alpha);
   fe_add(t1, beta, beta);
   fe_sub(R.X, t0, t1);
   // Y3 = alpha (4 beta - X3) - 8 gamma^2
   fe_sub(t0, beta, R.X);
-  fe_mul(t0, alpha, t0);
-  fe_sqr(gamma, gamma);
+  fe_mul_sqr(t0, alpha, t0, gamma, gamma);
   fe_add(gamma, gamma, gamma);
   fe_add(gamma, gamma, gamma);
   fe_add(gamma, gamma, gamma);
@@ -662,15 +736,15 @@ CS_DBL_FN void pt_dbl(jpt& R) {
 }
 
 // Co-Z addition of an affine point: Q is first brought to R's Z (X2 = x Z^2, Y2 = y Z^3), then
-// Meloni's addition of two points sharing Z (8M + 3S in all). Handles R = infinity, R = Q (doubles)
-// and R = -Q (infinity); q_inf makes it a no-op (used by branch-free table selection).
+// Meloni's addition of two points sharing Z (8M + 3S in all, six steps). Handles R = infinity,
+// R = Q (doubles) and R = -Q (infinity); q_inf makes it a no-op (used by branch-free table
+// selection).
 CS_NOINLINE void pt_add_affine(jpt& R, const apt& Q, bool q_inf) {
   fe z2, x2, y2, h, rr, a, b, c, t;
   fe_sqr(z2, R.Z);
-  fe_mul(x2, Q.x, z2);
-  fe_mul(t, z2, R.Z);
-  fe_mul(y2, Q.y, t);
+  fe_mul2(x2, Q.x, z2, t, z2, R.Z);
   fe_sub(h, x2, R.X);
+  fe_mul_sqr(y2, Q.y, t, a, h);  // A = (X2 - X1)^2
   fe_sub(rr, y2, R.Y);
   bool r_inf = fe_is_zero(R.Z);
   if (!q_inf && !r_inf && fe_is_zero(h)) {  // rare: same x coordinate
@@ -681,18 +755,14 @@ CS_NOINLINE void pt_add_affine(jpt& R, const apt& Q, bool q_inf) {
     return;
   }
   jpt S;
-  fe_sqr(a, h);          // A = (X2 - X1)^2
-  fe_mul(b, R.X, a);     // B = X1 A
-  fe_mul(c, x2, a);      // C = X2 A
-  fe_sqr(t, rr);         // D = (Y2 - Y1)^2
+  fe_mul2(b, R.X, a, c, x2, a);  // B = X1 A, C = X2 A
+  fe_mul_sqr(S.Z, R.Z, h, t, rr);  // D = (Y2 - Y1)^2
   fe_sub(t, t, b);
-  fe_sub(S.X, t, c);     // X3 = D - B - C
+  fe_sub(S.X, t, c);  // X3 = D - B - C
   fe_sub(t, b, S.X);
-  fe_mul(t, rr, t);      // (Y2 - Y1)(B - X3)
   fe_sub(c, c, b);
-  fe_mul(c, R.Y, c);     // Y1 (C - B)
+  fe_mul2(t, rr, t, c, R.Y, c);  // (Y2 - Y1)(B - X3), Y1 (C - B)
   fe_sub(S.Y, t, c);
-  fe_mul(S.Z, R.Z, h);
   jpt Qj;
   pt_from_affine(Qj, Q);
   pt_cmov(S, Qj, r_inf);
@@ -702,18 +772,14 @@ CS_NOINLINE void pt_add_affine(jpt& R, const apt& Q, bool q_inf) {
   fe_copy(R.Z, S.Z);
 }
 
-// R = R + Q, both Jacobian (12M + 4S), with every special case.
+// R = R + Q, both Jacobian (12M + 4S in eight steps), with every special case.
 CS_NOINLINE void pt_add_jac(jpt& R, const jpt& Q) {
   bool r_inf = fe_is_zero(R.Z), q_inf = fe_is_zero(Q.Z);
-  fe z1z1, z2z2, u1, u2, s1, s2, h, rr, t, hh, hhh;
-  fe_sqr(z1z1, R.Z);
-  fe_sqr(z2z2, Q.Z);
-  fe_mul(u1, R.X, z2z2);
-  fe_mul(u2, Q.X, z1z1);
-  fe_mul(t, z2z2, Q.Z);
-  fe_mul(s1, R.Y, t);
-  fe_mul(t, z1z1, R.Z);
-  fe_mul(s2, Q.Y, t);
+  fe z1z1, z2z2, u1, u2, s1, s2, h, rr, t, t2, hh, hhh, z1z2;
+  fe_sqr2(z1z1, R.Z, z2z2, Q.Z);
+  fe_mul2(u1, R.X, z2z2, t, z2z2, Q.Z);
+  fe_mul2(u2, Q.X, z1z1, t2, z1z1, R.Z);
+  fe_mul2(s1, R.Y, t, s2, Q.Y, t2);
   fe_sub(h, u2, u1);
   fe_sub(rr, s2, s1);
   if (!r_inf && !q_inf && fe_is_zero(h)) {
@@ -724,19 +790,15 @@ CS_NOINLINE void pt_add_jac(jpt& R, const jpt& Q) {
     return;
   }
   jpt S;
-  fe_sqr(hh, h);
-  fe_mul(hhh, hh, h);
-  fe_mul(u1, u1, hh);  // V = U1 H^2
-  fe_sqr(t, rr);
+  fe_mul_sqr(z1z2, R.Z, Q.Z, hh, h);
+  fe_mul2(hhh, hh, h, u1, u1, hh);  // V = U1 H^2
+  fe_mul_sqr(S.Z, z1z2, h, t, rr);
   fe_sub(t, t, hhh);
   fe_sub(t, t, u1);
   fe_sub(S.X, t, u1);  // X3 = r^2 - H^3 - 2V
   fe_sub(t, u1, S.X);
-  fe_mul(t, rr, t);
-  fe_mul(s1, s1, hhh);
+  fe_mul2(t, rr, t, s1, s1, hhh);
   fe_sub(S.Y, t, s1);  // Y3 = r (V - X3) - S1 H^3
-  fe_mul(t, R.Z, Q.Z);
-  fe_mul(S.Z, t, h);
   pt_cmov(S, Q, r_inf);
   pt_cmov(S, R, q_inf);
   fe_copy(R.X, S.X);

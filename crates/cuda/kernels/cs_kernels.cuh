@@ -1,26 +1,46 @@
-// Kernel entry points: one thread per signature, verdicts gathered per block as bitmap words.
+// Kernel entry points: one thread per signature (CS_LANES = 2: a pair of threads, see
+// cs_arith.cuh), verdicts gathered per block as bitmap words.
 // The host appends one CS_INSTANTIATE line per configuration it needs (see src/kernel.rs).
 #pragma once
 
+// The signature a thread works on; both lanes of a pair share it.
+__device__ __forceinline__ u32 cs_item() {
+  return (blockIdx.x * blockDim.x + threadIdx.x) / CS_LANES;
+}
+
+// The even bits of w, packed into its low half (lane 2k's vote to bit k).
+__device__ __forceinline__ u32 cs_even_bits(u32 w) {
+  w &= 0x55555555u;
+  w = (w | (w >> 1)) & 0x33333333u;
+  w = (w | (w >> 2)) & 0x0f0f0f0fu;
+  w = (w | (w >> 4)) & 0x00ff00ffu;
+  return (w | (w >> 8)) & 0x0000ffffu;
+}
+
 // Stage 3: the block's verdicts gathered by warp ballots in shared memory and written as 64-bit
-// bitmap words (every thread of the block calls it, in or out of range).
+// bitmap words (every thread of the block calls it, in or out of range). A warp votes for
+// 32 / CS_LANES signatures; the block size is a multiple of 64 * CS_LANES.
 __device__ __forceinline__ void cs_write_verdicts(bool ok, unsigned long long* __restrict__ out) {
   __shared__ u32 votes[32];
-  const u32 ballot = __ballot_sync(0xffffffffu, ok);
+  u32 ballot = __ballot_sync(0xffffffffu, ok);
+  if (CS_LANES == 2) ballot = cs_even_bits(ballot);
   if ((threadIdx.x & 31) == 0) votes[threadIdx.x >> 5] = ballot;
   __syncthreads();
-  const u32 words = blockDim.x >> 6;  // block size is a multiple of 64
-  if (threadIdx.x < words)
-    out[blockIdx.x * words + threadIdx.x] =
-        (unsigned long long)votes[2 * threadIdx.x] |
-        ((unsigned long long)votes[2 * threadIdx.x + 1] << 32);
+  const u32 warps_per_word = 2 * CS_LANES, bits_per_warp = 32 / CS_LANES;
+  const u32 words = blockDim.x / (64 * CS_LANES);
+  if (threadIdx.x < words) {
+    unsigned long long w = 0;
+    for (u32 k = 0; k < warps_per_word; k++)
+      w |= (unsigned long long)votes[warps_per_word * threadIdx.x + k] << (k * bits_per_warp);
+    out[blockIdx.x * words + threadIdx.x] = w;
+  }
 }
 
 template <int MODE, int INV, int COMPRESS, int ROWMAJOR>
 __device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 stride, u32 count,
                                                 const u32* __restrict__ gtab,
                                                 unsigned long long* __restrict__ out) {
-  const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  const u32 i = cs_item();
   bool ok = false;
   if (i < count) {
     sig_in s;
@@ -61,7 +81,7 @@ __device__ __forceinline__ void cs_verify_signed_entry(const u32* __restrict__ i
                                                        u32 count, const u32* __restrict__ gtab,
                                                        const u32* __restrict__ ktabs,
                                                        unsigned long long* __restrict__ out) {
-  const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+  const u32 i = cs_item();
   bool ok = false;
   if (i < count) {
     fe e, r, s;

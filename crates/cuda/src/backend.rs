@@ -44,6 +44,10 @@ pub struct CudaConfig {
     /// time of a batch of 4096 and wins up to a few hundred thousand items, where the inlined one
     /// takes over (crates/cuda/README.md, "Instruction fetch").
     pub compact_below: usize,
+    /// The small-batch kernel runs two threads per signature ([`KernelConfig::pair`]) when the
+    /// block size allows it (a multiple of 128).
+    #[serde(default)]
+    pub small_pairs: bool,
 }
 
 impl Default for CudaConfig {
@@ -56,6 +60,7 @@ impl Default for CudaConfig {
             chunk_items: None,
             device: 0,
             compact_below: COMPACT_BELOW,
+            small_pairs: true,
         }
     }
 }
@@ -76,7 +81,14 @@ impl CudaConfig {
     /// The compact kernel to load beside the main one, if this configuration uses one.
     fn compact_kernel(&self) -> Option<KernelConfig> {
         (self.compact_below > 0 && self.kernel.mode == crate::Mode::Fast && !self.kernel.compact)
-            .then(|| self.kernel.compacted())
+            .then(|| {
+                let k = self.kernel.compacted();
+                if self.small_pairs && self.block_size % 128 == 0 {
+                    k.paired()
+                } else {
+                    k
+                }
+            })
     }
 }
 
@@ -88,6 +100,12 @@ impl CudaConfig {
         if self.block_size == 0 || self.block_size % 64 != 0 || self.block_size > 1024 {
             return Err(format!(
                 "block_size must be a multiple of 64 up to 1024, got {}",
+                self.block_size
+            ));
+        }
+        if self.kernel.pair && self.block_size % 128 != 0 {
+            return Err(format!(
+                "a lane-pair kernel needs a block size that is a multiple of 128, got {}",
                 self.block_size
             ));
         }
@@ -226,11 +244,31 @@ struct Slot {
     pending: Option<(usize, usize, usize)>, // (work, first item, items)
 }
 
+/// A loaded verification kernel and the threads it runs per signature.
+struct Loaded {
+    func: CudaFunction,
+    lanes: u32,
+}
+
+impl Loaded {
+    fn shape(&self, mp: usize, block: u32) -> (u32, usize) {
+        launch_shape(mp, block, self.lanes)
+    }
+}
+
+/// Grid and bitmap words of a launch over `mp` items (a multiple of 64) in blocks of `block`
+/// threads (a multiple of 64 × lanes), `lanes` threads per item: each block covers block / lanes
+/// items and writes one word per 64 of them.
+fn launch_shape(mp: usize, block: u32, lanes: u32) -> (u32, usize) {
+    let grid = (mp as u32 * lanes).div_ceil(block);
+    (grid, (grid * block / (64 * lanes)) as usize)
+}
+
 struct Engine {
     ctx: Arc<CudaContext>,
-    func: CudaFunction,
+    func: Loaded,
     /// The compact form of `func`, for batches of at most `cfg.compact_below` items.
-    compact: Option<CudaFunction>,
+    compact: Option<Loaded>,
     /// `cs_field_check`, the arithmetic self-test in the same module.
     check: CudaFunction,
     gtab: DevBuf,
@@ -241,7 +279,7 @@ struct Engine {
     /// `cs_sm3_e`, compiled at the first batch that carries messages.
     sm3: Option<CudaFunction>,
     /// `cs_verify_signed` from the main module (fast mode only).
-    signed: Option<CudaFunction>,
+    signed: Option<Loaded>,
     /// The known signers' tables, one after another, and their numbering.
     ktabs: Option<(DevBuf, crate::signers::SignerIndex)>,
     /// A host backend for the few records of a batch outside the known signers, and the most
@@ -350,11 +388,11 @@ pub struct KernelTiming {
 
 /// The kernel for a batch of `len` items: the compact one, if loaded, up to `compact_below`.
 fn pick_kernel<'a>(
-    main: &'a CudaFunction,
-    compact: &'a Option<CudaFunction>,
+    main: &'a Loaded,
+    compact: &'a Option<Loaded>,
     compact_below: usize,
     len: usize,
-) -> &'a CudaFunction {
+) -> &'a Loaded {
     match compact {
         Some(f) if len <= compact_below => f,
         _ => main,
@@ -401,10 +439,16 @@ impl Engine {
             let module = ctx
                 .load_module(cudarc::nvrtc::Ptx::from_binary(c.cubin.clone()))
                 .map_err(|e| device_err("cuModuleLoadData", e))?;
-            let f = module
+            let func = module
                 .load_function(&k.name())
                 .map_err(|e| device_err("cuModuleGetFunction", e))?;
-            modules.push((module, f));
+            modules.push((
+                module,
+                Loaded {
+                    func,
+                    lanes: k.lanes(),
+                },
+            ));
         }
         let (module, func) = modules.swap_remove(0);
         let compact = modules.pop().map(|(_, f)| f);
@@ -412,16 +456,18 @@ impl Engine {
             .load_function("cs_field_check")
             .map_err(|e| device_err("cuModuleGetFunction", e))?;
         let signed = if cfg.kernel.mode == crate::Mode::Fast {
-            Some(
-                module
+            Some(Loaded {
+                func: module
                     .load_function(kernel::SIGNED_KERNEL)
                     .map_err(|e| device_err("cuModuleGetFunction", e))?,
-            )
+                lanes: cfg.kernel.lanes(),
+            })
         } else {
             None
         };
         for f in std::iter::once(&func).chain(&compact).chain(&signed) {
             let max_threads = f
+                .func
                 .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
                 .map_err(|e| device_err("cuFuncGetAttribute", e))?;
             if cfg.block_size as i32 > max_threads {
@@ -743,8 +789,7 @@ impl Engine {
         for i0 in (0..len).step_by(chunk) {
             let m = chunk.min(len - i0);
             let mp = m.next_multiple_of(64);
-            let grid = (mp as u32).div_ceil(block);
-            let out_words = (grid * block / 64) as usize;
+            let (grid, out_words) = func.shape(mp, block);
             let in_words = match work {
                 Work::Records(..) => chunk_words(&k, mp),
                 Work::Signed(..) => SIGNED_ROWS * mp,
@@ -815,7 +860,7 @@ impl Engine {
                 block_dim: (block, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut b = slot.stream.launch_builder(func);
+            let mut b = slot.stream.launch_builder(&func.func);
             b.arg(&din).arg(&stride).arg(&count).arg(&gt);
             if let Work::Signed(..) = work {
                 b.arg(&ktabs);
@@ -844,8 +889,8 @@ impl Engine {
         let k = self.cfg.kernel;
         let mp = len.next_multiple_of(64);
         let block = self.cfg.block_size;
-        let grid = (mp as u32).div_ceil(block);
-        let out_words = (grid * block / 64) as usize;
+        let func = pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len);
+        let (grid, out_words) = func.shape(mp, block);
         let mut host_in = vec![0u32; chunk_words(&k, mp)];
         stage(batch, &k, 0, len, mp, &mut host_in);
         let din = DevBuf::new(host_in.len() * 4)?;
@@ -864,8 +909,7 @@ impl Engine {
                 block_dim: (block, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let func = pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len);
-            let mut b = stream.launch_builder(func);
+            let mut b = stream.launch_builder(&func.func);
             b.arg(&a).arg(&st).arg(&cnt).arg(&gt).arg(&o);
             // SAFETY: argument types match the kernel.
             unsafe { b.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
@@ -1153,6 +1197,7 @@ mod tests {
                     max_registers: None,
                     product: Default::default(),
                     compact: false,
+                    pair: false,
                 };
                 let mut dst = vec![0xdead_beefu32; chunk_words(&k, mp)];
                 stage(&b, &k, i0, m, mp, &mut dst);
@@ -1186,6 +1231,24 @@ mod tests {
     }
 
     #[test]
+    fn launches_cover_every_item_with_one_bit_each() {
+        for lanes in [1u32, 2] {
+            for block in [128u32, 256, 512, 1024] {
+                for mp in [64usize, 128, 4096, 4160, 172032] {
+                    let (grid, words) = launch_shape(mp, block, lanes);
+                    let items = (grid * block / lanes) as usize;
+                    assert!(items >= mp && items < mp + (block / lanes) as usize);
+                    assert_eq!(
+                        words * 64,
+                        items,
+                        "lanes {lanes}, block {block}, {mp} items"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn bad_configurations_are_refused_by_name() {
         let mut c = CudaConfig {
             streams: 17,
@@ -1198,6 +1261,12 @@ mod tests {
         c.block_size = 128;
         c.chunk_items = Some(0);
         assert!(c.validate().unwrap_err().contains("chunk_items"));
+        c.chunk_items = None;
+        c.kernel = c.kernel.paired();
+        c.block_size = 192;
+        assert!(c.validate().unwrap_err().contains("multiple of 128"));
+        c.block_size = 256;
+        assert_eq!(c.validate(), Ok(()));
     }
 
     #[test]
@@ -1206,11 +1275,25 @@ mod tests {
         let k = c
             .compact_kernel()
             .expect("the default loads a compact kernel");
-        assert!(k.compact);
-        assert_eq!(k, KernelConfig::default_fast().compacted());
+        assert!(k.compact && k.pair);
+        assert_eq!(k, KernelConfig::default_fast().compacted().paired());
         assert_ne!(k.name(), c.kernel.name());
-        assert!(k.name().ends_with("_compact"));
+        assert!(k.name().ends_with("_compact_pair"));
         assert_eq!(c.exact().compact_kernel(), None);
+        // Without lane pairs, or with blocks a pair kernel cannot fill, one thread per signature.
+        let single = CudaConfig {
+            small_pairs: false,
+            ..c
+        };
+        assert_eq!(
+            single.compact_kernel(),
+            Some(KernelConfig::default_fast().compacted())
+        );
+        let odd_blocks = CudaConfig {
+            block_size: 192,
+            ..c
+        };
+        assert_eq!(odd_blocks.compact_kernel(), single.compact_kernel());
         let mut paper = CudaConfig::default();
         paper.kernel.mode = crate::Mode::Paper;
         assert_eq!(paper.compact_kernel(), None);

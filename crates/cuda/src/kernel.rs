@@ -42,6 +42,12 @@ pub struct KernelConfig {
     /// on arithmetic; there the compact kernel is faster, at high occupancy the inlined one is.
     #[serde(default)]
     pub compact: bool,
+    /// Two threads per signature (a lane pair), each forming one of every two independent
+    /// products of the point formulas (kernels/cs_arith.cuh). It halves the chain of dependent
+    /// multiplications a signature waits on and doubles the threads: for batches too small to fill
+    /// the GPU. Needs blocks of a multiple of 128 threads.
+    #[serde(default)]
+    pub pair: bool,
 }
 
 /// The GPU's 256 × 256-bit product (an ablation switch; `EvenOdd` is the default).
@@ -78,14 +84,15 @@ impl KernelConfig {
             Product::EvenOdd => "",
         };
         format!(
-            "cs_verify_{mode}_{inv}_{}_{}{cap}{product}{}",
+            "cs_verify_{mode}_{inv}_{}_{}{cap}{product}{}{}",
             if self.compress { "ckey" } else { "fullkey" },
             if self.row_major { "rows" } else { "cols" },
             if self.compact && self.mode == Mode::Fast {
                 "_compact"
             } else {
                 ""
-            }
+            },
+            if self.pair { "_pair" } else { "" }
         )
     }
 
@@ -118,6 +125,7 @@ impl KernelConfig {
                             max_registers: None,
                             product: Product::EvenOdd,
                             compact: false,
+                            pair: false,
                         });
                     }
                 }
@@ -136,9 +144,25 @@ impl KernelConfig {
             product: Product::RowChains,
             ..KernelConfig::default_fast()
         });
-        // The default's compact form, which the backend runs for small batches.
+        // The default's compact form and its lane-pair forms, for small batches.
         v.push(KernelConfig::default_fast().compacted());
+        v.push(KernelConfig::default_fast().compacted().paired());
+        v.push(KernelConfig::default_fast().paired());
         v
+    }
+
+    /// The same kernel with two threads per signature (see `pair`).
+    pub fn paired(self) -> KernelConfig {
+        KernelConfig { pair: true, ..self }
+    }
+
+    /// Threads per signature: 2 for a lane-pair kernel, else 1.
+    pub fn lanes(&self) -> u32 {
+        if self.pair {
+            2
+        } else {
+            1
+        }
     }
 
     /// The same kernel with the doubling called instead of inlined (see `compact`).
@@ -154,8 +178,9 @@ impl KernelConfig {
     /// `device_check --messages`, 2¹⁹ fresh records): 1.52 × 10⁷/s end to end and 14.6 ms at
     /// 172032, against 1.44 × 10⁷/s and 17.8 ms for compressed keys at 160 registers (the previous
     /// default): recovering y costs about 420 multiplications per verification, more than the 32
-    /// bytes per record it saves on PCIe. The cap costs 60 B of spill stores, which stay in L1;
-    /// [`KernelConfig::spill_budget`] bounds them.
+    /// bytes per record it saves on PCIe. The cap costs 44 B of spill stores (with the point
+    /// formulas in steps of two products), which stay in L1; [`KernelConfig::spill_budget`]
+    /// bounds them.
     pub fn default_fast() -> KernelConfig {
         KernelConfig {
             mode: Mode::Fast,
@@ -165,17 +190,19 @@ impl KernelConfig {
             max_registers: Some(168),
             product: Product::EvenOdd,
             compact: false,
+            pair: false,
         }
     }
 }
 
 impl KernelConfig {
-    /// Bytes of spill stores ptxas may report before the NVRTC gate fails: none for a kernel
-    /// compiled without a register cap; for the capped default, the measured trade-off (76 B on
-    /// sm_90 with NVRTC 13.0) with a little headroom, so a change that spills more is caught.
+    /// Bytes of spill stores or loads ptxas may report before the NVRTC gate fails: none for a
+    /// kernel compiled without a register cap; for the capped fast kernels, the measured
+    /// trade-off (on sm_90 with NVRTC 13.0: 44 B for the default, 100 B of loads for compressed
+    /// keys at 160 registers) with a little headroom, so a change that spills more is caught.
     pub fn spill_budget(&self) -> u32 {
         if self.max_registers.is_some() && self.mode == Mode::Fast {
-            96
+            112
         } else {
             0
         }
@@ -423,7 +450,8 @@ pub fn compile_config(
 }
 
 /// NVRTC options for the module of one configuration: the architecture's, then the register cap
-/// and the switches that are module-wide defines (row-chain products, the compact doubling).
+/// and the switches that are module-wide defines (row-chain products, the compact doubling, lane
+/// pairs).
 pub fn config_options(cfg: &KernelConfig, arch: &str) -> Vec<String> {
     let mut opts = options(arch);
     if let Some(r) = cfg.max_registers {
@@ -434,6 +462,9 @@ pub fn config_options(cfg: &KernelConfig, arch: &str) -> Vec<String> {
     }
     if cfg.compact && cfg.mode == Mode::Fast {
         opts.push("-DCS_COMPACT=1".into());
+    }
+    if cfg.pair {
+        opts.push("-DCS_PAIR=1".into());
     }
     opts
 }
