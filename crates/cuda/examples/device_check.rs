@@ -367,6 +367,7 @@ fn messages_check(count: usize, seed: u64, out: &std::path::Path) {
         product: Product::EvenOdd,
         compact: false,
         pair: false,
+        split: false,
     };
     let paper = KernelConfig {
         mode: Mode::Paper,

@@ -19,15 +19,17 @@ __device__ __forceinline__ u32 cs_even_bits(u32 w) {
 
 // Stage 3: the block's verdicts gathered by warp ballots in shared memory and written as 64-bit
 // bitmap words (every thread of the block calls it, in or out of range). A warp votes for
-// 32 / CS_LANES signatures; the block size is a multiple of 64 * CS_LANES.
-__device__ __forceinline__ void cs_write_verdicts(bool ok, unsigned long long* __restrict__ out) {
+// 32 / CS_LANES signatures; the votes of the first `voters` threads count (a multiple of
+// 64 * CS_LANES: the whole block, or the half that holds the verdicts in a split kernel).
+__device__ __forceinline__ void cs_write_verdicts(bool ok, unsigned long long* __restrict__ out,
+                                                  u32 voters) {
   __shared__ u32 votes[32];
   u32 ballot = __ballot_sync(0xffffffffu, ok);
   if (CS_LANES == 2) ballot = cs_even_bits(ballot);
   if ((threadIdx.x & 31) == 0) votes[threadIdx.x >> 5] = ballot;
   __syncthreads();
   const u32 warps_per_word = 2 * CS_LANES, bits_per_warp = 32 / CS_LANES;
-  const u32 words = blockDim.x / (64 * CS_LANES);
+  const u32 words = voters / (64 * CS_LANES);
   if (threadIdx.x < words) {
     unsigned long long w = 0;
     for (u32 k = 0; k < warps_per_word; k++)
@@ -64,7 +66,7 @@ __device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 
     }
     ok = cs_verify<MODE, INV, COMPRESS>(s, gtab);
   }
-  cs_write_verdicts(ok, out);
+  cs_write_verdicts(ok, out, blockDim.x);
 }
 
 #define CS_INSTANTIATE(name, M, I, C, L)                                                   \
@@ -94,7 +96,7 @@ __device__ __forceinline__ void cs_verify_signed_entry(const u32* __restrict__ i
     const u32 signer = __ldg(in + (size_t)24 * stride + i);
     ok = cs_verify_signed(e, r, s, gtab, ktabs + (size_t)signer * CS_GTABLE_WORDS);
   }
-  cs_write_verdicts(ok, out);
+  cs_write_verdicts(ok, out, blockDim.x);
 }
 
 // Only fast-mode modules carry the known-signer kernel (src/kernel.rs).
@@ -102,6 +104,70 @@ __device__ __forceinline__ void cs_verify_signed_entry(const u32* __restrict__ i
   extern "C" __global__ void name(const u32* in, u32 stride, u32 count, const u32* gtab,       \
                                   const u32* ktabs, unsigned long long* out) {                 \
     cs_verify_signed_entry(in, stride, count, gtab, ktabs, out);                               \
+  }
+
+// Fast mode with the fixed-base half on lane pairs of its own (a lane-pair module only): the
+// first half of the block walks t*P, the second half forms s*G from G's table for the same
+// signatures and hands it over in shared memory, where the first half adds it and compares. The
+// table half finishes long before the window, so a signature no longer waits on its 32 table
+// additions. For batches that leave most schedulers idle; blocks of a multiple of 256 threads.
+#define CS_SPLIT_MAX_ITEMS 256  // 1024 threads: two halves of 256 lane pairs
+
+template <int COMPRESS>
+__device__ __forceinline__ void cs_verify_split_entry(const u32* __restrict__ in, u32 stride,
+                                                      u32 count, const u32* __restrict__ gtab,
+                                                      unsigned long long* __restrict__ out) {
+  __shared__ jpt s_times_g[CS_SPLIT_MAX_ITEMS];
+  const u32 half = blockDim.x / 2;
+  const bool table_half = threadIdx.x >= half;
+  const u32 local = (table_half ? threadIdx.x - half : threadIdx.x) / CS_LANES;
+  const u32 i = blockIdx.x * (half / CS_LANES) + local;
+  fe r, s, t;
+  jpt tp;
+  bool run = false;
+  if (i < count) {
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      r.v[j] = __ldg(in + (size_t)(8 + j) * stride + i);
+      s.v[j] = __ldg(in + (size_t)(16 + j) * stride + i);
+    }
+    run = cs_scalars(t, r, s);
+    if (run && table_half) {
+      jpt sg;
+      mul_fixed(sg, s, gtab);
+      if ((threadIdx.x & 1u) == 0) s_times_g[local] = sg;
+    } else if (run) {
+      apt P;
+#pragma unroll
+      for (int j = 0; j < 8; j++) P.x.v[j] = __ldg(in + (size_t)(24 + j) * stride + i);
+      if (COMPRESS) {
+        const u32 parity = (__ldg(in + (size_t)32 * stride + (i >> 5)) >> (i & 31)) & 1u;
+        run = cs_decompress(P.y, P.x, parity);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++) P.y.v[j] = __ldg(in + (size_t)(32 + j) * stride + i);
+      }
+      if (run) mul_window(tp, t, P);
+    }
+  }
+  __syncthreads();
+  bool ok = false;
+  if (run && !table_half) {
+    jpt R = s_times_g[local];
+    pt_add_jac(R, tp);
+    fe e;
+#pragma unroll
+    for (int j = 0; j < 8; j++) e.v[j] = __ldg(in + (size_t)j * stride + i);
+    ok = cs_x_matches(R, e, r);
+  }
+  cs_write_verdicts(ok, out, half);
+}
+
+// Fast-mode split kernels are instantiated only in lane-pair modules (src/kernel.rs).
+#define CS_INSTANTIATE_SPLIT(name, C)                                                      \
+  extern "C" __global__ void name(const u32* in, u32 stride, u32 count, const u32* gtab,   \
+                                  unsigned long long* out) {                               \
+    cs_verify_split_entry<C>(in, stride, count, gtab, out);                                \
   }
 
 // Field arithmetic self-test: for operands a_i, b_i (8 words each, row-major), out_i holds the wide

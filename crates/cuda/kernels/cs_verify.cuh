@@ -159,10 +159,10 @@ CS_FN void mul_separate(jpt& R, const fe& s, const fe& t, const apt& P, const u3
   pt_add_jac(R, tp);
 }
 
-// Fast: t*P by a regular signed 4-bit window. For odd k, nibble i of (k >> 1) = B encodes the digit
+// t*P by a regular signed 4-bit window. For odd k, nibble i of (k >> 1) = B encodes the digit
 // 2B - 15 (odd, in [-15, 15]) and k = 16^64 + sum_i (2B_i - 15) 16^i, so the walk starts at P and does
 // 64 rounds of 4 doublings and one addition, the same for every thread. Even t uses n - t, negated.
-CS_FN void mul_fast(jpt& R, const fe& s, const fe& t, const apt& P, const u32* gtab) {
+CS_FN void mul_window(jpt& acc, const fe& t, const apt& P) {
   fe k, n;
   CS_LOAD_CONST(n, curve_n);
   bool even = (t.v[0] & 1u) == 0;
@@ -178,7 +178,7 @@ CS_FN void mul_fast(jpt& R, const fe& s, const fe& t, const apt& P, const u32* g
     tbl[i] = tbl[i - 1];
     pt_add_jac(tbl[i], p2);
   }
-  jpt acc = tbl[0];
+  acc = tbl[0];
   for (int wi = 7; wi >= 0; wi--) {
     u32 w = fe_word(k, wi);
     for (int q = 7; q >= 0; q--) {
@@ -199,8 +199,14 @@ CS_FN void mul_fast(jpt& R, const fe& s, const fe& t, const apt& P, const u32* g
   fe ny;
   fe_neg(ny, acc.Y);
   fe_cmov(acc.Y, ny, even);
+}
+
+// Fast: s*G from the fixed-base table, t*P by the signed window, then one addition.
+CS_FN void mul_fast(jpt& R, const fe& s, const fe& t, const apt& P, const u32* gtab) {
+  jpt tp;
+  mul_window(tp, t, P);
   mul_fixed(R, s, gtab);
-  pt_add_jac(R, acc);
+  pt_add_jac(R, tp);
 }
 
 // The checks before any point arithmetic: r and s in [1, n), then t = r + s mod n, nonzero.

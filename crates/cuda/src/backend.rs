@@ -44,10 +44,13 @@ pub struct CudaConfig {
     /// time of a batch of 4096 and wins up to a few hundred thousand items, where the inlined one
     /// takes over (crates/cuda/README.md, "Instruction fetch").
     pub compact_below: usize,
-    /// The small-batch kernel runs two threads per signature ([`KernelConfig::pair`]) when the
-    /// block size allows it (a multiple of 128).
+    /// Batches of at most this many items run the split lane-pair form of a fast-mode kernel,
+    /// four threads per signature: lane pairs for t·P and, beside them, for s·G
+    /// ([`KernelConfig::split`]), compact; 0 never does. It shortens the chain each signature
+    /// waits on where the batch leaves schedulers idle, and costs throughput where it does not.
+    /// Its blocks are `block_size` rounded up to a multiple of 256.
     #[serde(default)]
-    pub small_pairs: bool,
+    pub pairs_below: usize,
 }
 
 impl Default for CudaConfig {
@@ -60,7 +63,7 @@ impl Default for CudaConfig {
             chunk_items: None,
             device: 0,
             compact_below: COMPACT_BELOW,
-            small_pairs: true,
+            pairs_below: PAIRS_BELOW,
         }
     }
 }
@@ -68,27 +71,34 @@ impl Default for CudaConfig {
 /// The default [`CudaConfig::compact_below`], from the H200 measurements.
 pub const COMPACT_BELOW: usize = 196_608;
 
+/// The default [`CudaConfig::pairs_below`], from the H200 measurements.
+pub const PAIRS_BELOW: usize = 16_384;
+
 impl CudaConfig {
     /// This configuration running exactly its kernel at every batch size (for ablations, where a
     /// measurement must belong to the kernel it names).
     pub fn exact(self) -> CudaConfig {
         CudaConfig {
             compact_below: 0,
+            pairs_below: 0,
             ..self
         }
     }
 
-    /// The compact kernel to load beside the main one, if this configuration uses one.
-    fn compact_kernel(&self) -> Option<KernelConfig> {
-        (self.compact_below > 0 && self.kernel.mode == crate::Mode::Fast && !self.kernel.compact)
-            .then(|| {
-                let k = self.kernel.compacted();
-                if self.small_pairs && self.block_size % 128 == 0 {
-                    k.paired()
-                } else {
-                    k
-                }
-            })
+    /// The kernels loaded beside the main one for smaller batches, each with the largest batch
+    /// it takes, smallest first: the split lane-pair form, then the compact form.
+    fn small_kernels(&self) -> Vec<(KernelConfig, usize)> {
+        let k = self.kernel;
+        if k.mode != crate::Mode::Fast || k.compact || k.pair {
+            return Vec::new();
+        }
+        [
+            (k.compacted().split(), self.pairs_below),
+            (k.compacted(), self.compact_below),
+        ]
+        .into_iter()
+        .filter(|&(_, below)| below > 0)
+        .collect()
     }
 }
 
@@ -100,12 +110,6 @@ impl CudaConfig {
         if self.block_size == 0 || self.block_size % 64 != 0 || self.block_size > 1024 {
             return Err(format!(
                 "block_size must be a multiple of 64 up to 1024, got {}",
-                self.block_size
-            ));
-        }
-        if self.kernel.pair && self.block_size % 128 != 0 {
-            return Err(format!(
-                "a lane-pair kernel needs a block size that is a multiple of 128, got {}",
                 self.block_size
             ));
         }
@@ -244,31 +248,43 @@ struct Slot {
     pending: Option<(usize, usize, usize)>, // (work, first item, items)
 }
 
-/// A loaded verification kernel and the threads it runs per signature.
+/// A loaded verification kernel, the threads it runs per signature and its block size.
 struct Loaded {
     func: CudaFunction,
-    lanes: u32,
+    threads: u32,
+    block: u32,
 }
 
 impl Loaded {
-    fn shape(&self, mp: usize, block: u32) -> (u32, usize) {
-        launch_shape(mp, block, self.lanes)
+    /// `block_size` is rounded up so that a block covers whole 64-signature bitmap words.
+    fn new(func: CudaFunction, kernel: &KernelConfig, block_size: u32) -> Loaded {
+        let threads = kernel.threads_per_item();
+        Loaded {
+            func,
+            threads,
+            block: block_size.next_multiple_of(64 * threads),
+        }
+    }
+
+    fn shape(&self, mp: usize) -> (u32, usize) {
+        launch_shape(mp, self.block, self.threads)
     }
 }
 
 /// Grid and bitmap words of a launch over `mp` items (a multiple of 64) in blocks of `block`
-/// threads (a multiple of 64 × lanes), `lanes` threads per item: each block covers block / lanes
+/// threads (a multiple of 64 × threads), `threads` per item: each block covers block / threads
 /// items and writes one word per 64 of them.
-fn launch_shape(mp: usize, block: u32, lanes: u32) -> (u32, usize) {
-    let grid = (mp as u32 * lanes).div_ceil(block);
-    (grid, (grid * block / (64 * lanes)) as usize)
+fn launch_shape(mp: usize, block: u32, threads: u32) -> (u32, usize) {
+    let grid = (mp as u32 * threads).div_ceil(block);
+    (grid, (grid * block / (64 * threads)) as usize)
 }
 
 struct Engine {
     ctx: Arc<CudaContext>,
     func: Loaded,
-    /// The compact form of `func`, for batches of at most `cfg.compact_below` items.
-    compact: Option<Loaded>,
+    /// Forms of `func` for smaller batches, each with the largest batch it takes, smallest first
+    /// ([`CudaConfig::small_kernels`]).
+    small: Vec<(Loaded, usize)>,
     /// `cs_field_check`, the arithmetic self-test in the same module.
     check: CudaFunction,
     gtab: DevBuf,
@@ -386,17 +402,12 @@ pub struct KernelTiming {
     pub ms: f32,
 }
 
-/// The kernel for a batch of `len` items: the compact one, if loaded, up to `compact_below`.
-fn pick_kernel<'a>(
-    main: &'a Loaded,
-    compact: &'a Option<Loaded>,
-    compact_below: usize,
-    len: usize,
-) -> &'a Loaded {
-    match compact {
-        Some(f) if len <= compact_below => f,
-        _ => main,
-    }
+/// The kernel for a batch of `len` items: the first small-batch form that takes it, else the main.
+fn pick_kernel<'a>(main: &'a Loaded, small: &'a [(Loaded, usize)], len: usize) -> &'a Loaded {
+    small
+        .iter()
+        .find(|(_, below)| len <= *below)
+        .map_or(main, |(k, _)| k)
 }
 
 impl Engine {
@@ -413,10 +424,11 @@ impl Engine {
             .compute_capability()
             .map_err(|e| device_err("compute capability", e))?;
         let arch = format!("sm_{major}{minor}");
-        // The main kernel and, where configured, its compact form: two modules, compiled side by
-        // side on a first run.
+        // The main kernel and, where configured, its forms for small batches: one module each,
+        // compiled side by side on a first run.
+        let small = cfg.small_kernels();
         let kernels: Vec<KernelConfig> = std::iter::once(cfg.kernel)
-            .chain(cfg.compact_kernel())
+            .chain(small.iter().map(|&(k, _)| k))
             .collect();
         let compiled: Vec<kernel::Compiled> = std::thread::scope(|scope| {
             let jobs: Vec<_> = kernels
@@ -442,38 +454,42 @@ impl Engine {
             let func = module
                 .load_function(&k.name())
                 .map_err(|e| device_err("cuModuleGetFunction", e))?;
-            modules.push((
-                module,
-                Loaded {
-                    func,
-                    lanes: k.lanes(),
-                },
-            ));
+            modules.push((module, Loaded::new(func, k, cfg.block_size)));
         }
-        let (module, func) = modules.swap_remove(0);
-        let compact = modules.pop().map(|(_, f)| f);
+        let mut modules = modules.into_iter();
+        let (module, func) = modules.next().expect("the main module is first");
+        let small: Vec<(Loaded, usize)> = modules
+            .zip(&small)
+            .map(|((_, f), &(_, below))| (f, below))
+            .collect();
         let check = module
             .load_function("cs_field_check")
             .map_err(|e| device_err("cuModuleGetFunction", e))?;
         let signed = if cfg.kernel.mode == crate::Mode::Fast {
-            Some(Loaded {
-                func: module
-                    .load_function(kernel::SIGNED_KERNEL)
-                    .map_err(|e| device_err("cuModuleGetFunction", e))?,
-                lanes: cfg.kernel.lanes(),
-            })
+            let func = module
+                .load_function(kernel::SIGNED_KERNEL)
+                .map_err(|e| device_err("cuModuleGetFunction", e))?;
+            // The known-signer entry runs the module's lanes, never the split.
+            let kernel = KernelConfig {
+                split: false,
+                ..cfg.kernel
+            };
+            Some(Loaded::new(func, &kernel, cfg.block_size))
         } else {
             None
         };
-        for f in std::iter::once(&func).chain(&compact).chain(&signed) {
+        for f in std::iter::once(&func)
+            .chain(small.iter().map(|(f, _)| f))
+            .chain(&signed)
+        {
             let max_threads = f
                 .func
                 .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
                 .map_err(|e| device_err("cuFuncGetAttribute", e))?;
-            if cfg.block_size as i32 > max_threads {
+            if f.block as i32 > max_threads {
                 return Err(unavailable(format!(
                     "block_size {} exceeds the {max_threads} threads per block this kernel's registers allow",
-                    cfg.block_size
+                    f.block
                 )));
             }
         }
@@ -507,7 +523,7 @@ impl Engine {
         let engine = Engine {
             ctx,
             func,
-            compact,
+            small,
             check,
             gtab,
             slots,
@@ -774,9 +790,7 @@ impl Engine {
         let len = work.len();
         // Borrows of the two fields only: the loop below borrows the slots mutably.
         let func = match work {
-            Work::Records(..) => {
-                pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len)
-            }
+            Work::Records(..) => pick_kernel(&self.func, &self.small, len),
             Work::Signed(..) => self
                 .signed
                 .as_ref()
@@ -784,12 +798,11 @@ impl Engine {
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
         let k = self.cfg.kernel;
-        let block = self.cfg.block_size;
         let nslots = self.slots.len();
         for i0 in (0..len).step_by(chunk) {
             let m = chunk.min(len - i0);
             let mp = m.next_multiple_of(64);
-            let (grid, out_words) = func.shape(mp, block);
+            let (grid, out_words) = func.shape(mp);
             let in_words = match work {
                 Work::Records(..) => chunk_words(&k, mp),
                 Work::Signed(..) => SIGNED_ROWS * mp,
@@ -857,7 +870,7 @@ impl Engine {
             let (stride, count) = (mp as u32, m as u32);
             let cfg = LaunchConfig {
                 grid_dim: (grid, 1, 1),
-                block_dim: (block, 1, 1),
+                block_dim: (func.block, 1, 1),
                 shared_mem_bytes: 0,
             };
             let mut b = slot.stream.launch_builder(&func.func);
@@ -888,9 +901,8 @@ impl Engine {
         let len = batch.len();
         let k = self.cfg.kernel;
         let mp = len.next_multiple_of(64);
-        let block = self.cfg.block_size;
-        let func = pick_kernel(&self.func, &self.compact, self.cfg.compact_below, len);
-        let (grid, out_words) = func.shape(mp, block);
+        let func = pick_kernel(&self.func, &self.small, len);
+        let (grid, out_words) = func.shape(mp);
         let mut host_in = vec![0u32; chunk_words(&k, mp)];
         stage(batch, &k, 0, len, mp, &mut host_in);
         let din = DevBuf::new(host_in.len() * 4)?;
@@ -906,7 +918,7 @@ impl Engine {
             let (a, st, cnt, gt, o) = (din.ptr, mp as u32, len as u32, self.gtab.ptr, dout.ptr);
             let cfg = LaunchConfig {
                 grid_dim: (grid, 1, 1),
-                block_dim: (block, 1, 1),
+                block_dim: (func.block, 1, 1),
                 shared_mem_bytes: 0,
             };
             let mut b = stream.launch_builder(&func.func);
@@ -1198,6 +1210,7 @@ mod tests {
                     product: Default::default(),
                     compact: false,
                     pair: false,
+                    split: false,
                 };
                 let mut dst = vec![0xdead_beefu32; chunk_words(&k, mp)];
                 stage(&b, &k, i0, m, mp, &mut dst);
@@ -1261,45 +1274,31 @@ mod tests {
         c.block_size = 128;
         c.chunk_items = Some(0);
         assert!(c.validate().unwrap_err().contains("chunk_items"));
-        c.chunk_items = None;
-        c.kernel = c.kernel.paired();
-        c.block_size = 192;
-        assert!(c.validate().unwrap_err().contains("multiple of 128"));
-        c.block_size = 256;
-        assert_eq!(c.validate(), Ok(()));
     }
 
     #[test]
-    fn the_compact_kernel_is_loaded_only_for_the_fast_mode_and_never_by_exact() {
+    fn small_batch_kernels_are_loaded_only_for_the_fast_mode_and_never_by_exact() {
         let c = CudaConfig::default();
-        let k = c
-            .compact_kernel()
-            .expect("the default loads a compact kernel");
-        assert!(k.compact && k.pair);
-        assert_eq!(k, KernelConfig::default_fast().compacted().paired());
-        assert_ne!(k.name(), c.kernel.name());
-        assert!(k.name().ends_with("_compact_pair"));
-        assert_eq!(c.exact().compact_kernel(), None);
-        // Without lane pairs, or with blocks a pair kernel cannot fill, one thread per signature.
-        let single = CudaConfig {
-            small_pairs: false,
+        let small = c.small_kernels();
+        let split = KernelConfig::default_fast().compacted().split();
+        let compact = KernelConfig::default_fast().compacted();
+        assert_eq!(small, vec![(split, PAIRS_BELOW), (compact, COMPACT_BELOW)]);
+        assert!(PAIRS_BELOW < COMPACT_BELOW, "smallest first");
+        assert_eq!(split.threads_per_item(), 4);
+        assert!(split.name().ends_with("_compact_split"));
+        assert!(compact.name().ends_with("_compact"));
+        assert!(c.exact().small_kernels().is_empty());
+        let no_pairs = CudaConfig {
+            pairs_below: 0,
             ..c
         };
-        assert_eq!(
-            single.compact_kernel(),
-            Some(KernelConfig::default_fast().compacted())
-        );
-        let odd_blocks = CudaConfig {
-            block_size: 192,
-            ..c
-        };
-        assert_eq!(odd_blocks.compact_kernel(), single.compact_kernel());
+        assert_eq!(no_pairs.small_kernels(), vec![(compact, COMPACT_BELOW)]);
         let mut paper = CudaConfig::default();
         paper.kernel.mode = crate::Mode::Paper;
-        assert_eq!(paper.compact_kernel(), None);
+        assert!(paper.small_kernels().is_empty());
         let mut already = CudaConfig::default();
         already.kernel = already.kernel.compacted();
-        assert_eq!(already.compact_kernel(), None);
+        assert!(already.small_kernels().is_empty());
     }
 
     #[test]

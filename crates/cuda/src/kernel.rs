@@ -48,6 +48,11 @@ pub struct KernelConfig {
     /// the GPU. Needs blocks of a multiple of 128 threads.
     #[serde(default)]
     pub pair: bool,
+    /// Fast mode, lane pairs, column-major only: the fixed-base product s·G on lane pairs of its
+    /// own, beside the pairs that walk t·P (four threads per signature), so a signature no longer
+    /// waits on the 32 table additions. Needs blocks of a multiple of 256 threads.
+    #[serde(default)]
+    pub split: bool,
 }
 
 /// The GPU's 256 × 256-bit product (an ablation switch; `EvenOdd` is the default).
@@ -92,11 +97,24 @@ impl KernelConfig {
             } else {
                 ""
             },
-            if self.pair { "_pair" } else { "" }
+            if self.split {
+                "_split"
+            } else if self.pair {
+                "_pair"
+            } else {
+                ""
+            }
         )
     }
 
     fn instantiate(&self) -> String {
+        if self.is_split() {
+            return format!(
+                "CS_INSTANTIATE_SPLIT({}, {})\n",
+                self.name(),
+                i32::from(self.compress)
+            );
+        }
         format!(
             "CS_INSTANTIATE({}, {}, {}, {}, {})\n",
             self.name(),
@@ -126,6 +144,7 @@ impl KernelConfig {
                             product: Product::EvenOdd,
                             compact: false,
                             pair: false,
+                            split: false,
                         });
                     }
                 }
@@ -148,6 +167,7 @@ impl KernelConfig {
         v.push(KernelConfig::default_fast().compacted());
         v.push(KernelConfig::default_fast().compacted().paired());
         v.push(KernelConfig::default_fast().paired());
+        v.push(KernelConfig::default_fast().compacted().split());
         v
     }
 
@@ -156,9 +176,25 @@ impl KernelConfig {
         KernelConfig { pair: true, ..self }
     }
 
-    /// Threads per signature: 2 for a lane-pair kernel, else 1.
-    pub fn lanes(&self) -> u32 {
-        if self.pair {
+    /// The same kernel with s·G on lane pairs of its own (see `split`).
+    pub fn split(self) -> KernelConfig {
+        KernelConfig {
+            pair: true,
+            split: true,
+            ..self
+        }
+    }
+
+    /// Whether the split entry applies (it exists for fast mode, column-major, lane pairs).
+    fn is_split(&self) -> bool {
+        self.split && self.pair && self.mode == Mode::Fast && !self.row_major
+    }
+
+    /// Threads per signature: 4 for a split kernel, 2 for a lane pair, else 1.
+    pub fn threads_per_item(&self) -> u32 {
+        if self.is_split() {
+            4
+        } else if self.pair {
             2
         } else {
             1
@@ -191,6 +227,7 @@ impl KernelConfig {
             product: Product::EvenOdd,
             compact: false,
             pair: false,
+            split: false,
         }
     }
 }

@@ -71,6 +71,7 @@ fn cfg(
             product: Default::default(),
             compact: false,
             pair: false,
+            split: false,
         },
         streams,
         block_size: block,
@@ -207,43 +208,46 @@ pub fn compact_plan(max_batch: usize) -> Vec<SweepPoint> {
     plan
 }
 
-/// One thread per signature against a lane pair (two threads per signature), each inlined and
-/// compact, across the small and middle batch sizes, end to end and kernel alone, and the stream
-/// count at 4096: which kernel small batches should run, and up to which size.
+/// One thread per signature (inlined and compact) against compact lane pairs (two per signature)
+/// and the compact split kernel (four: pairs for t·P beside pairs for s·G), across the small and middle batch
+/// sizes, end to end and kernel alone, and the stream count at 4096: which kernel small batches
+/// should run, and up to which size.
 pub fn pairs_plan(max_batch: usize) -> Vec<SweepPoint> {
     let mut plan = Vec::new();
-    let forms = |k: KernelConfig| [k, k.compacted(), k.paired(), k.compacted().paired()];
+    let base = KernelConfig::default_fast();
+    let forms = [
+        base,
+        base.compacted(),
+        base.compacted().paired(),
+        base.compacted().split(),
+    ];
+    let mut push = |experiment: &str, kernel: KernelConfig, streams: usize, batch, kernel_only| {
+        let mut c = CudaConfig::default().exact();
+        c.kernel = kernel;
+        c.streams = streams;
+        plan.push(SweepPoint {
+            experiment: experiment.into(),
+            config: c,
+            batch,
+            kernel_only,
+        });
+    };
     for &b in &[
         1024usize, 2048, 4096, 8192, 16384, 32768, 65536, 172032, 262144,
     ] {
         if b > max_batch {
             continue;
         }
-        for kernel in forms(KernelConfig::default_fast()) {
+        for kernel in forms {
             for kernel_only in [false, true] {
-                let mut c = CudaConfig::default().exact();
-                c.kernel = kernel;
-                plan.push(SweepPoint {
-                    experiment: "pairs".into(),
-                    config: c,
-                    batch: b,
-                    kernel_only,
-                });
+                push("pairs", kernel, 8, b, kernel_only);
             }
         }
     }
     if max_batch >= 4096 {
         for streams in [1usize, 2, 4] {
-            for kernel in forms(KernelConfig::default_fast()) {
-                let mut c = CudaConfig::default().exact();
-                c.kernel = kernel;
-                c.streams = streams;
-                plan.push(SweepPoint {
-                    experiment: "pairs_streams".into(),
-                    config: c,
-                    batch: 4096,
-                    kernel_only: false,
-                });
+            for kernel in &forms[2..] {
+                push("pairs_streams", *kernel, streams, 4096, false);
             }
         }
     }
