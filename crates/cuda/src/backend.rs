@@ -74,6 +74,9 @@ pub const COMPACT_BELOW: usize = 196_608;
 /// The default [`CudaConfig::pairs_below`], from the H200 measurements.
 pub const PAIRS_BELOW: usize = 16_384;
 
+// pick_kernel takes the first small-batch form that fits: the split one must come first.
+const _: () = assert!(PAIRS_BELOW < COMPACT_BELOW);
+
 impl CudaConfig {
     /// This configuration running exactly its kernel at every batch size (for ablations, where a
     /// measurement must belong to the kernel it names).
@@ -1283,7 +1286,6 @@ mod tests {
         let split = KernelConfig::default_fast().compacted().split();
         let compact = KernelConfig::default_fast().compacted();
         assert_eq!(small, vec![(split, PAIRS_BELOW), (compact, COMPACT_BELOW)]);
-        assert!(PAIRS_BELOW < COMPACT_BELOW, "smallest first");
         assert_eq!(split.threads_per_item(), 4);
         assert!(split.name().ends_with("_compact_split"));
         assert!(compact.name().ends_with("_compact"));
