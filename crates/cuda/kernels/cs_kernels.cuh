@@ -17,10 +17,11 @@ __device__ __forceinline__ u32 cs_even_bits(u32 w) {
   return (w | (w >> 8)) & 0x0000ffffu;
 }
 
-// Stage 3: the block's verdicts gathered by warp ballots in shared memory and written as 64-bit
-// bitmap words (every thread of the block calls it, in or out of range). A warp votes for
-// 32 / CS_LANES signatures; the votes of the first `voters` threads count (a multiple of
-// 64 * CS_LANES: the whole block, or the half that holds the verdicts in a split kernel).
+// Stage 3: the block's verdicts gathered by warp ballots in shared memory and written as 32-bit
+// halves of the 64-bit bitmap words (every thread of the block calls it, in or out of range;
+// little-endian, so half k of the words is 32-bit word k). A warp votes for 32 / CS_LANES
+// signatures; the votes of the first `voters` threads count (a multiple of 32 * CS_LANES: the
+// whole block, or the half that holds the verdicts in a split kernel).
 __device__ __forceinline__ void cs_write_verdicts(bool ok, unsigned long long* __restrict__ out,
                                                   u32 voters) {
   __shared__ u32 votes[32];
@@ -28,13 +29,13 @@ __device__ __forceinline__ void cs_write_verdicts(bool ok, unsigned long long* _
   if (CS_LANES == 2) ballot = cs_even_bits(ballot);
   if ((threadIdx.x & 31) == 0) votes[threadIdx.x >> 5] = ballot;
   __syncthreads();
-  const u32 warps_per_word = 2 * CS_LANES, bits_per_warp = 32 / CS_LANES;
-  const u32 words = voters / (64 * CS_LANES);
+  const u32 bits_per_warp = 32 / CS_LANES;
+  const u32 words = voters / (32 * CS_LANES);
   if (threadIdx.x < words) {
-    unsigned long long w = 0;
-    for (u32 k = 0; k < warps_per_word; k++)
-      w |= (unsigned long long)votes[warps_per_word * threadIdx.x + k] << (k * bits_per_warp);
-    out[blockIdx.x * words + threadIdx.x] = w;
+    u32 w = 0;
+    for (u32 k = 0; k < CS_LANES; k++)
+      w |= votes[CS_LANES * threadIdx.x + k] << (k * bits_per_warp);
+    reinterpret_cast<u32*>(out)[blockIdx.x * words + threadIdx.x] = w;
   }
 }
 
@@ -110,7 +111,7 @@ __device__ __forceinline__ void cs_verify_signed_entry(const u32* __restrict__ i
 // first half of the block walks t*P, the second half forms s*G from G's table for the same
 // signatures and hands it over in shared memory, where the first half adds it and compares. The
 // table half finishes long before the window, so a signature no longer waits on its 32 table
-// additions. For batches that leave most schedulers idle; blocks of a multiple of 256 threads.
+// additions. For batches that leave most schedulers idle; blocks of a multiple of 128 threads.
 #define CS_SPLIT_MAX_ITEMS 256  // 1024 threads: two halves of 256 lane pairs
 
 template <int COMPRESS>

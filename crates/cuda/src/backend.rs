@@ -54,7 +54,7 @@ pub struct CudaConfig {
     /// four threads per signature: lane pairs for t·P and, beside them, for s·G
     /// ([`KernelConfig::split`]), compact; 0 never does. It shortens the chain each signature
     /// waits on where the batch leaves schedulers idle, and costs throughput where it does not.
-    /// Its blocks are `block_size` rounded up to a multiple of 256.
+    /// Its blocks are `block_size` rounded up to a multiple of 128.
     #[serde(default)]
     pub pairs_below: usize,
 }
@@ -283,13 +283,14 @@ struct Loaded {
 }
 
 impl Loaded {
-    /// `block_size` is rounded up so that a block covers whole 64-signature bitmap words.
+    /// `block_size` is rounded up so that a block covers whole 32-signature halves of the bitmap
+    /// words, which the kernels write.
     fn new(func: CudaFunction, kernel: &KernelConfig, block_size: u32) -> Loaded {
         let threads = kernel.threads_per_item();
         Loaded {
             func,
             threads,
-            block: block_size.next_multiple_of(64 * threads),
+            block: block_size.next_multiple_of(32 * threads),
         }
     }
 
@@ -299,11 +300,11 @@ impl Loaded {
 }
 
 /// Grid and bitmap words of a launch over `mp` items (a multiple of 64) in blocks of `block`
-/// threads (a multiple of 64 × threads), `threads` per item: each block covers block / threads
-/// items and writes one word per 64 of them.
+/// threads (a multiple of 32 × threads), `threads` per item: each block covers block / threads
+/// items and writes one 32-bit half word per 32 of them.
 fn launch_shape(mp: usize, block: u32, threads: u32) -> (u32, usize) {
     let grid = (mp as u32 * threads).div_ceil(block);
-    (grid, (grid * block / (64 * threads)) as usize)
+    (grid, ((grid * block / threads) as usize).div_ceil(64))
 }
 
 struct Engine {
@@ -1283,16 +1284,18 @@ mod tests {
 
     #[test]
     fn launches_cover_every_item_with_one_bit_each() {
-        for lanes in [1u32, 2] {
-            for block in [128u32, 256, 512, 1024] {
+        for threads in [1u32, 2, 4] {
+            for block_size in [64u32, 128, 192, 256, 512, 1024] {
+                let block = block_size.next_multiple_of(32 * threads);
                 for mp in [64usize, 128, 4096, 4160, 172032] {
-                    let (grid, words) = launch_shape(mp, block, lanes);
-                    let items = (grid * block / lanes) as usize;
-                    assert!(items >= mp && items < mp + (block / lanes) as usize);
+                    let (grid, words) = launch_shape(mp, block, threads);
+                    let items = (grid * block / threads) as usize;
+                    assert!(items >= mp && items < mp + (block / threads) as usize);
+                    assert_eq!(items % 32, 0, "blocks write whole half words");
                     assert_eq!(
-                        words * 64,
-                        items,
-                        "lanes {lanes}, block {block}, {mp} items"
+                        words,
+                        items.div_ceil(64),
+                        "{threads} threads, block {block}"
                     );
                 }
             }

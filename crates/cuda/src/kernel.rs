@@ -45,12 +45,12 @@ pub struct KernelConfig {
     /// Two threads per signature (a lane pair), each forming one of every two independent
     /// products of the point formulas (kernels/cs_arith.cuh). It halves the chain of dependent
     /// multiplications a signature waits on and doubles the threads: for batches too small to fill
-    /// the GPU. Needs blocks of a multiple of 128 threads.
+    /// the GPU. Its blocks are a multiple of 64 threads.
     #[serde(default)]
     pub pair: bool,
     /// Fast mode, lane pairs, column-major only: the fixed-base product s·G on lane pairs of its
     /// own, beside the pairs that walk t·P (four threads per signature), so a signature no longer
-    /// waits on the 32 table additions. Needs blocks of a multiple of 256 threads.
+    /// waits on the 32 table additions. Its blocks are a multiple of 128 threads.
     #[serde(default)]
     pub split: bool,
 }
