@@ -368,6 +368,7 @@ fn messages_check(count: usize, seed: u64, out: &std::path::Path) {
         compact: false,
         pair: false,
         split: false,
+        quad: false,
     };
     let paper = KernelConfig {
         mode: Mode::Paper,

@@ -523,7 +523,11 @@ CS_FN void fe_sqr(fe& r, const fe& a) {
 // multiplications per signature. Both lanes end every step with identical values, so they always
 // take the same branches and the pair stays converged for its shuffles.
 #if defined(__CUDA_ARCH__) && defined(CS_PAIR)
+#if defined(CS_QUAD)
+#define CS_LANES 4  // a quad: two pairs, which run the steps of two as pairs
+#else
 #define CS_LANES 2
+#endif
 __device__ __forceinline__ bool pair_upper() { return (threadIdx.x & 1u) != 0; }
 
 // Lane 0's r0 and lane 1's r1 are in p; each lane takes the other's from its partner.
@@ -592,6 +596,49 @@ CS_FN void fe_mul_sqr(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1) 
   fe_copy(r1, q);
 }
 #endif
+
+// Steps of four products (SQk: product k is a square, a_k^2; b_k is then ignored). A quad
+// (CS_QUAD) forms one product per lane and gathers all four; a pair forms them in two steps of
+// two; one thread forms them in turn, squares by the squaring routine.
+template <bool SQ0, bool SQ1, bool SQ2, bool SQ3>
+CS_FN void fe_mul4(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1, fe& r2,
+                   const fe& a2, const fe& b2, fe& r3, const fe& a3, const fe& b3) {
+#if CS_LANES == 4
+  const u32 q = threadIdx.x & 3u;
+  fe a, b, p;
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    a.v[j] = q == 0 ? a0.v[j] : q == 1 ? a1.v[j] : q == 2 ? a2.v[j] : a3.v[j];
+    b.v[j] = q == 0 ? (SQ0 ? a0.v[j] : b0.v[j])
+           : q == 1 ? (SQ1 ? a1.v[j] : b1.v[j])
+           : q == 2 ? (SQ2 ? a2.v[j] : b2.v[j])
+                    : (SQ3 ? a3.v[j] : b3.v[j]);
+  }
+  fe_mul(p, a, b);
+  const u32 mask = 15u << (threadIdx.x & 28u), base = threadIdx.x & 28u;
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    r0.v[j] = __shfl_sync(mask, p.v[j], base);
+    r1.v[j] = __shfl_sync(mask, p.v[j], base + 1);
+    r2.v[j] = __shfl_sync(mask, p.v[j], base + 2);
+    r3.v[j] = __shfl_sync(mask, p.v[j], base + 3);
+  }
+#else
+  fe p0, p1, p2, p3;
+  if (SQ0 && SQ1) fe_sqr2(p0, a0, p1, a1);
+  else if (SQ1) fe_mul_sqr(p0, a0, b0, p1, a1);
+  else if (SQ0) fe_mul_sqr(p1, a1, b1, p0, a0);
+  else fe_mul2(p0, a0, b0, p1, a1, b1);
+  if (SQ2 && SQ3) fe_sqr2(p2, a2, p3, a3);
+  else if (SQ3) fe_mul_sqr(p2, a2, b2, p3, a3);
+  else if (SQ2) fe_mul_sqr(p3, a3, b3, p2, a2);
+  else fe_mul2(p2, a2, b2, p3, a3, b3);
+  fe_copy(r0, p0);
+  fe_copy(r1, p1);
+  fe_copy(r2, p2);
+  fe_copy(r3, p3);
+#endif
+}
 
 // a^e for the fixed exponent given by a generated word function (warp-uniform branches).
 #define CS_DEFINE_POW(name, expfn)                          \
@@ -772,15 +819,15 @@ CS_NOINLINE void pt_add_affine(jpt& R, const apt& Q, bool q_inf) {
   fe_copy(R.Z, S.Z);
 }
 
-// R = R + Q, both Jacobian (12M + 4S in eight steps), with every special case.
+// R = R + Q, both Jacobian (12M + 4S), with every special case: five levels of 2, 4, 4, 4 and 2
+// independent products (five steps of a quad, eight of a pair).
 CS_NOINLINE void pt_add_jac(jpt& R, const jpt& Q) {
   bool r_inf = fe_is_zero(R.Z), q_inf = fe_is_zero(Q.Z);
-  fe z1z1, z2z2, u1, u2, s1, s2, h, rr, t, t2, hh, hhh, z1z2;
+  fe z1z1, z2z2, u1, u2, t1, t2, s1, s2, h, rr, t, hh, hhh, z1z2;
   fe_sqr2(z1z1, R.Z, z2z2, Q.Z);
-  fe_mul2(u1, R.X, z2z2, t, z2z2, Q.Z);
-  fe_mul2(u2, Q.X, z1z1, t2, z1z1, R.Z);
-  fe_mul2(s1, R.Y, t, s2, Q.Y, t2);
+  fe_mul4<false, false, false, false>(u1, R.X, z2z2, u2, Q.X, z1z1, t1, z2z2, Q.Z, t2, z1z1, R.Z);
   fe_sub(h, u2, u1);
+  fe_mul4<false, false, true, false>(s1, R.Y, t1, s2, Q.Y, t2, hh, h, h, z1z2, R.Z, Q.Z);
   fe_sub(rr, s2, s1);
   if (!r_inf && !q_inf && fe_is_zero(h)) {
     if (fe_is_zero(rr))
@@ -790,9 +837,8 @@ CS_NOINLINE void pt_add_jac(jpt& R, const jpt& Q) {
     return;
   }
   jpt S;
-  fe_mul_sqr(z1z2, R.Z, Q.Z, hh, h);
-  fe_mul2(hhh, hh, h, u1, u1, hh);  // V = U1 H^2
-  fe_mul_sqr(S.Z, z1z2, h, t, rr);
+  // H^3, V = U1 H^2, r^2, Z3 = Z1 Z2 H
+  fe_mul4<false, false, true, false>(hhh, hh, h, u1, u1, hh, t, rr, rr, S.Z, z1z2, h);
   fe_sub(t, t, hhh);
   fe_sub(t, t, u1);
   fe_sub(S.X, t, u1);  // X3 = r^2 - H^3 - 2V

@@ -8,8 +8,16 @@ __device__ __forceinline__ u32 cs_item() {
   return (blockIdx.x * blockDim.x + threadIdx.x) / CS_LANES;
 }
 
-// The even bits of w, packed into its low half (lane 2k's vote to bit k).
-__device__ __forceinline__ u32 cs_even_bits(u32 w) {
+// One vote per signature from a warp's ballot: the bits of lanes 0, CS_LANES, 2 CS_LANES, ...
+// packed into the low 32 / CS_LANES bits.
+__device__ __forceinline__ u32 cs_first_lane_bits(u32 w) {
+  if (CS_LANES == 1) return w;
+  if (CS_LANES == 4) {
+    w &= 0x11111111u;
+    w = (w | (w >> 3)) & 0x03030303u;
+    w = (w | (w >> 6)) & 0x000f000fu;
+    return (w | (w >> 12)) & 0x000000ffu;
+  }
   w &= 0x55555555u;
   w = (w | (w >> 1)) & 0x33333333u;
   w = (w | (w >> 2)) & 0x0f0f0f0fu;
@@ -26,7 +34,7 @@ __device__ __forceinline__ void cs_write_verdicts(bool ok, unsigned long long* _
                                                   u32 voters) {
   __shared__ u32 votes[32];
   u32 ballot = __ballot_sync(0xffffffffu, ok);
-  if (CS_LANES == 2) ballot = cs_even_bits(ballot);
+  ballot = cs_first_lane_bits(ballot);
   if ((threadIdx.x & 31) == 0) votes[threadIdx.x >> 5] = ballot;
   __syncthreads();
   const u32 bits_per_warp = 32 / CS_LANES;
@@ -136,7 +144,7 @@ __device__ __forceinline__ void cs_verify_split_entry(const u32* __restrict__ in
     if (run && table_half) {
       jpt sg;
       mul_fixed(sg, s, gtab);
-      if ((threadIdx.x & 1u) == 0) s_times_g[local] = sg;
+      if (threadIdx.x % CS_LANES == 0) s_times_g[local] = sg;
     } else if (run) {
       apt P;
 #pragma unroll

@@ -53,6 +53,11 @@ pub struct KernelConfig {
     /// waits on the 32 table additions. Its blocks are a multiple of 128 threads.
     #[serde(default)]
     pub split: bool,
+    /// Lane pairs grouped in quads, which form the four independent products of each of the
+    /// point addition's middle steps at once (five steps instead of eight; the doubling's steps
+    /// stay pairs): four threads per signature, eight with `split`.
+    #[serde(default)]
+    pub quad: bool,
 }
 
 /// The GPU's 256 × 256-bit product (an ablation switch; `EvenOdd` is the default).
@@ -97,12 +102,12 @@ impl KernelConfig {
             } else {
                 ""
             },
-            if self.split {
-                "_split"
-            } else if self.pair {
-                "_pair"
-            } else {
-                ""
+            match (self.pair, self.quad, self.split) {
+                (true, true, true) => "_quad_split",
+                (true, true, false) => "_quad",
+                (true, false, true) => "_split",
+                (true, false, false) => "_pair",
+                _ => "",
             }
         )
     }
@@ -145,6 +150,7 @@ impl KernelConfig {
                             compact: false,
                             pair: false,
                             split: false,
+                            quad: false,
                         });
                     }
                 }
@@ -168,6 +174,7 @@ impl KernelConfig {
         v.push(KernelConfig::default_fast().compacted().paired());
         v.push(KernelConfig::default_fast().paired());
         v.push(KernelConfig::default_fast().compacted().split());
+        v.push(KernelConfig::default_fast().compacted().quad().split());
         v
     }
 
@@ -185,19 +192,32 @@ impl KernelConfig {
         }
     }
 
+    /// The same kernel with its lane pairs grouped in quads (see `quad`).
+    pub fn quad(self) -> KernelConfig {
+        KernelConfig {
+            pair: true,
+            quad: true,
+            ..self
+        }
+    }
+
     /// Whether the split entry applies (it exists for fast mode, column-major, lane pairs).
-    fn is_split(&self) -> bool {
+    pub fn is_split(&self) -> bool {
         self.split && self.pair && self.mode == Mode::Fast && !self.row_major
     }
 
-    /// Threads per signature: 4 for a split kernel, 2 for a lane pair, else 1.
+    /// Threads per signature: the lanes of a group (4 for a quad, 2 for a pair, else 1), twice
+    /// that for a split kernel.
     pub fn threads_per_item(&self) -> u32 {
+        let lanes = match (self.pair, self.quad) {
+            (true, true) => 4,
+            (true, false) => 2,
+            _ => 1,
+        };
         if self.is_split() {
-            4
-        } else if self.pair {
-            2
+            2 * lanes
         } else {
-            1
+            lanes
         }
     }
 
@@ -228,6 +248,7 @@ impl KernelConfig {
             compact: false,
             pair: false,
             split: false,
+            quad: false,
         }
     }
 }
@@ -502,6 +523,9 @@ pub fn config_options(cfg: &KernelConfig, arch: &str) -> Vec<String> {
     }
     if cfg.pair {
         opts.push("-DCS_PAIR=1".into());
+        if cfg.quad {
+            opts.push("-DCS_QUAD=1".into());
+        }
     }
     opts
 }

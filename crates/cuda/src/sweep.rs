@@ -72,6 +72,7 @@ fn cfg(
             compact: false,
             pair: false,
             split: false,
+            quad: false,
         },
         streams,
         block_size: block,
@@ -220,6 +221,7 @@ pub fn pairs_plan(max_batch: usize) -> Vec<SweepPoint> {
         base.compacted(),
         base.compacted().paired(),
         base.compacted().split(),
+        base.compacted().quad().split(),
     ];
     let mut push = |experiment: &str, kernel: KernelConfig, streams: usize, batch, kernel_only| {
         let mut c = CudaConfig::default().exact();
