@@ -54,9 +54,14 @@ pub struct CudaConfig {
     /// four threads per signature: lane pairs for t·P and, beside them, for s·G
     /// ([`KernelConfig::split`]), compact; 0 never does. It shortens the chain each signature
     /// waits on where the batch leaves schedulers idle, and costs throughput where it does not.
-    /// Its blocks are `block_size` rounded up to a multiple of 128.
+    /// Its blocks are `block_size` rounded up to a multiple of 256.
     #[serde(default)]
     pub pairs_below: usize,
+    /// Batches of at most this many items run the same with quads ([`KernelConfig::quad`]),
+    /// eight threads per signature; 0 never does. Above about 4096 signatures its 256-thread
+    /// blocks no longer fit one round on the H200 (one block per multiprocessor by registers).
+    #[serde(default)]
+    pub quads_below: usize,
 }
 
 impl Default for CudaConfig {
@@ -71,6 +76,7 @@ impl Default for CudaConfig {
             device: 0,
             compact_below: COMPACT_BELOW,
             pairs_below: PAIRS_BELOW,
+            quads_below: QUADS_BELOW,
         }
     }
 }
@@ -89,7 +95,10 @@ fn default_min_chunk() -> usize {
 pub const PAIRS_BELOW: usize = 8192;
 
 // pick_kernel takes the first small-batch form that fits: the split one must come first.
-const _: () = assert!(PAIRS_BELOW < COMPACT_BELOW);
+/// The default [`CudaConfig::quads_below`], from the H200 measurements.
+pub const QUADS_BELOW: usize = 4096;
+
+const _: () = assert!(QUADS_BELOW < PAIRS_BELOW && PAIRS_BELOW < COMPACT_BELOW);
 
 impl CudaConfig {
     /// This configuration running exactly its kernel, over exactly its streams, at every batch
@@ -98,6 +107,7 @@ impl CudaConfig {
         CudaConfig {
             compact_below: 0,
             pairs_below: 0,
+            quads_below: 0,
             min_chunk_items: 1,
             ..self
         }
@@ -113,14 +123,15 @@ impl CudaConfig {
     }
 
     /// The kernels loaded beside the main one for smaller batches, each with the largest batch
-    /// it takes, smallest first: the split lane-pair form, then the compact form.
+    /// it takes, smallest first: the split quad form, the split lane-pair form, the compact form.
     fn small_kernels(&self) -> Vec<(KernelConfig, usize)> {
         let k = self.kernel;
         if k.mode != crate::Mode::Fast || k.compact || k.pair {
             return Vec::new();
         }
         [
-            (k.compacted().quad().split(), self.pairs_below),
+            (k.compacted().quad().split(), self.quads_below),
+            (k.compacted().split(), self.pairs_below),
             (k.compacted(), self.compact_below),
         ]
         .into_iter()
@@ -409,7 +420,9 @@ fn stage(batch: &Batch, k: &KernelConfig, i0: usize, m: usize, mp: usize, dst: &
     let copy = |(r, d): (usize, &mut [u32])| {
         d[..m].copy_from_slice(&src[r * stride + i0..r * stride + i0 + m])
     };
-    if m >= 16384 {
+    // Row by row on every core from a few thousand items on: a batch of 4096 is 655 KB, some
+    // 60 µs of one core's copying on the latency path.
+    if m >= 2048 {
         cols.par_chunks_mut(mp).enumerate().for_each(copy);
     } else {
         cols.chunks_mut(mp).enumerate().for_each(copy);
@@ -1326,15 +1339,26 @@ mod tests {
     fn small_batch_kernels_are_loaded_only_for_the_fast_mode_and_never_by_exact() {
         let c = CudaConfig::default();
         let small = c.small_kernels();
-        let split = KernelConfig::default_fast().compacted().quad().split();
+        let quads = KernelConfig::default_fast().compacted().quad().split();
+        let split = KernelConfig::default_fast().compacted().split();
         let compact = KernelConfig::default_fast().compacted();
-        assert_eq!(small, vec![(split, PAIRS_BELOW), (compact, COMPACT_BELOW)]);
-        assert_eq!(split.threads_per_item(), 8);
-        assert!(split.name().ends_with("_compact_quad_split"));
+        assert_eq!(
+            small,
+            vec![
+                (quads, QUADS_BELOW),
+                (split, PAIRS_BELOW),
+                (compact, COMPACT_BELOW)
+            ]
+        );
+        assert_eq!(quads.threads_per_item(), 8);
+        assert_eq!(split.threads_per_item(), 4);
+        assert!(quads.name().ends_with("_compact_quad_split"));
+        assert!(split.name().ends_with("_compact_split"));
         assert!(compact.name().ends_with("_compact"));
         assert!(c.exact().small_kernels().is_empty());
         let no_pairs = CudaConfig {
             pairs_below: 0,
+            quads_below: 0,
             ..c
         };
         assert_eq!(no_pairs.small_kernels(), vec![(compact, COMPACT_BELOW)]);
