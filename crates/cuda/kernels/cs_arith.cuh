@@ -825,7 +825,8 @@ CS_NOINLINE void pt_add_jac(jpt& R, const jpt& Q) {
   bool r_inf = fe_is_zero(R.Z), q_inf = fe_is_zero(Q.Z);
   fe z1z1, z2z2, u1, u2, t1, t2, s1, s2, h, rr, t, hh, hhh, z1z2;
   fe_sqr2(z1z1, R.Z, z2z2, Q.Z);
-  fe_mul4<false, false, false, false>(u1, R.X, z2z2, u2, Q.X, z1z1, t1, z2z2, Q.Z, t2, z1z1, R.Z);
+  // Products that share an operand share a pair step: the pair picks only the other one.
+  fe_mul4<false, false, false, false>(u1, R.X, z2z2, t1, Q.Z, z2z2, u2, Q.X, z1z1, t2, R.Z, z1z1);
   fe_sub(h, u2, u1);
   fe_mul4<false, false, true, false>(s1, R.Y, t1, s2, Q.Y, t2, hh, h, h, z1z2, R.Z, Q.Z);
   fe_sub(rr, s2, s1);
@@ -838,7 +839,7 @@ CS_NOINLINE void pt_add_jac(jpt& R, const jpt& Q) {
   }
   jpt S;
   // H^3, V = U1 H^2, r^2, Z3 = Z1 Z2 H
-  fe_mul4<false, false, true, false>(hhh, hh, h, u1, u1, hh, t, rr, rr, S.Z, z1z2, h);
+  fe_mul4<false, false, true, false>(hhh, h, hh, u1, u1, hh, t, rr, rr, S.Z, z1z2, h);
   fe_sub(t, t, hhh);
   fe_sub(t, t, u1);
   fe_sub(S.X, t, u1);  // X3 = r^2 - H^3 - 2V

@@ -40,7 +40,7 @@ pub struct CudaConfig {
     pub chunk_items: Option<usize>,
     /// The fewest items a chunk gets when the batch is cut into `streams` chunks: smaller chunks
     /// overlap too little to pay for their own copies and launches (H200, a batch of 4096 on the
-    /// split kernel: 0.94 ms in 2 chunks, 1.00 ms in 8).
+    /// quad split kernel: 0.97 ms in one chunk, 1.03 in 2, 1.05 in 8).
     #[serde(default = "default_min_chunk")]
     pub min_chunk_items: usize,
     /// CUDA device ordinal.
@@ -85,7 +85,7 @@ impl Default for CudaConfig {
 pub const COMPACT_BELOW: usize = 196_608;
 
 /// The default [`CudaConfig::min_chunk_items`].
-pub const MIN_CHUNK_ITEMS: usize = 2048;
+pub const MIN_CHUNK_ITEMS: usize = 4096;
 
 fn default_min_chunk() -> usize {
     MIN_CHUNK_ITEMS
@@ -420,9 +420,7 @@ fn stage(batch: &Batch, k: &KernelConfig, i0: usize, m: usize, mp: usize, dst: &
     let copy = |(r, d): (usize, &mut [u32])| {
         d[..m].copy_from_slice(&src[r * stride + i0..r * stride + i0 + m])
     };
-    // Row by row on every core from a few thousand items on: a batch of 4096 is 655 KB, some
-    // 60 µs of one core's copying on the latency path.
-    if m >= 2048 {
+    if m >= 16384 {
         cols.par_chunks_mut(mp).enumerate().for_each(copy);
     } else {
         cols.chunks_mut(mp).enumerate().for_each(copy);
@@ -1287,10 +1285,10 @@ mod tests {
 
     #[test]
     fn small_batches_are_cut_into_fewer_chunks_unless_exact() {
-        let c = CudaConfig::default(); // 8 streams, chunks of at least 2048
+        let c = CudaConfig::default(); // 8 streams, chunks of at least 4096
         assert_eq!(c.chunk_len(1000), 1024);
-        assert_eq!(c.chunk_len(4096), 2048);
-        assert_eq!(c.chunk_len(8192), 2048);
+        assert_eq!(c.chunk_len(4096), 4096);
+        assert_eq!(c.chunk_len(8192), 4096);
         assert_eq!(c.chunk_len(1 << 20), 1 << 17);
         assert_eq!(c.exact().chunk_len(4096), 512);
         let fixed = CudaConfig {
