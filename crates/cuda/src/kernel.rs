@@ -234,9 +234,9 @@ impl KernelConfig {
     /// `device_check --messages`, 2¹⁹ fresh records): 1.52 × 10⁷/s end to end and 14.6 ms at
     /// 172032, against 1.44 × 10⁷/s and 17.8 ms for compressed keys at 160 registers (the previous
     /// default): recovering y costs about 420 multiplications per verification, more than the 32
-    /// bytes per record it saves on PCIe. The cap costs 44 B of spill stores (with the point
-    /// formulas in steps of two products), which stay in L1; [`KernelConfig::spill_budget`]
-    /// bounds them.
+    /// bytes per record it saves on PCIe. The cap costs 80 B of spill stores (with the point
+    /// formulas in steps of two and four products), which stay in L1;
+    /// [`KernelConfig::spill_budget`] bounds them.
     pub fn default_fast() -> KernelConfig {
         KernelConfig {
             mode: Mode::Fast,
@@ -256,7 +256,7 @@ impl KernelConfig {
 impl KernelConfig {
     /// Bytes of spill stores or loads ptxas may report before the NVRTC gate fails: none for a
     /// kernel compiled without a register cap; for the capped fast kernels, the measured
-    /// trade-off (on sm_90 with NVRTC 13.0: 44 B for the default, 100 B of loads for compressed
+    /// trade-off (on sm_90 with NVRTC 13.0: 80 B for the default, 100 B of loads for compressed
     /// keys at 160 registers) with a little headroom, so a change that spills more is caught.
     pub fn spill_budget(&self) -> u32 {
         if self.max_registers.is_some() && self.mode == Mode::Fast {
