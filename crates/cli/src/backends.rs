@@ -43,8 +43,9 @@ pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Re
                     SignerTables::build(signers).map_err(|e| anyhow::anyhow!("--signers: {e}"))?;
                 cuda.load_signers(&tables)
                     .context("loading the known signers' tables")?;
-                // A few records per core outside the set (40-100 µs each on the CPU) finish on
-                // the host before the GPU's default kernel would (about 1.3 ms at any size).
+                // A few records per core outside the set (40-100 µs each on the CPU) run on the
+                // host beside the GPU's known part; on the GPU they would take a kernel's whole
+                // latency (1.3 ms when this was measured, about 1 ms with the small-batch kernels).
                 let cpu = registry.get(chainsig_core::backend::CPU)?;
                 cuda.set_host_helper(cpu, 8 * rayon::current_num_threads())?;
                 eprintln!(

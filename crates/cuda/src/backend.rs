@@ -94,10 +94,11 @@ fn default_min_chunk() -> usize {
 /// The default [`CudaConfig::pairs_below`], from the H200 measurements.
 pub const PAIRS_BELOW: usize = 8192;
 
-// pick_kernel takes the first small-batch form that fits: the split one must come first.
 /// The default [`CudaConfig::quads_below`], from the H200 measurements.
 pub const QUADS_BELOW: usize = 4096;
 
+// pick_kernel takes the first small-batch form that fits, so the bounds must grow in the order
+// of small_kernels: quads, then pairs, then the compact kernel.
 const _: () = assert!(QUADS_BELOW < PAIRS_BELOW && PAIRS_BELOW < COMPACT_BELOW);
 
 impl CudaConfig {
@@ -703,8 +704,9 @@ impl Engine {
     }
 
     /// Verifies the known signers' part of a batch on the GPU, and the rest. A rest small enough
-    /// goes to the host helper, verified there while the GPU works: the default kernel would add
-    /// its whole latency (about 1.3 ms on the H200 at any size) to a batch of a few hundred
+    /// goes to the host helper, verified there while the GPU works: a GPU kernel for a few
+    /// records still takes its whole latency (1.3 ms on the H200 when the helper was measured,
+    /// about 1 ms with the small-batch kernels since) beside a known part of a few hundred
     /// microseconds. A larger rest runs on the GPU beside the known part, in one pipeline.
     fn known_and_others(
         &mut self,

@@ -50,7 +50,7 @@ pub struct KernelConfig {
     pub pair: bool,
     /// Fast mode, lane pairs, column-major only: the fixed-base product s·G on lane pairs of its
     /// own, beside the pairs that walk t·P (four threads per signature), so a signature no longer
-    /// waits on the 32 table additions. Its blocks are a multiple of 128 threads.
+    /// waits on the 32 table additions. The backend gives it blocks of at least 256 threads.
     #[serde(default)]
     pub split: bool,
     /// Lane pairs grouped in quads, which form the four independent products of each of the
