@@ -1,4 +1,4 @@
-// Kernel entry points: one thread per signature (CS_LANES = 2: a pair of threads, see
+// Kernel entry points: one thread per signature (CS_LANES > 1: a pair or quad of threads, see
 // cs_arith.cuh), verdicts gathered per block as bitmap words.
 // The host appends one CS_INSTANTIATE line per configuration it needs (see src/kernel.rs).
 #pragma once
@@ -6,6 +6,20 @@
 // The signature a thread works on; both lanes of a pair share it.
 __device__ __forceinline__ u32 cs_item() {
   return (blockIdx.x * blockDim.x + threadIdx.x) / CS_LANES;
+}
+
+// Operand a of signature i from the column-major input: rows `row` to `row + 7`, a warp reading
+// consecutive words of each.
+__device__ __forceinline__ void cs_load_column(fe& a, const u32* __restrict__ in, u32 stride,
+                                               u32 row, u32 i) {
+#pragma unroll
+  for (int j = 0; j < 8; j++) a.v[j] = __ldg(in + (size_t)(row + j) * stride + i);
+}
+
+// The parity of signature i's compressed key, from the bit row `row`.
+__device__ __forceinline__ u32 cs_load_parity(const u32* __restrict__ in, u32 stride, u32 row,
+                                              u32 i) {
+  return (__ldg(in + (size_t)row * stride + (i >> 5)) >> (i & 31)) & 1u;
 }
 
 // One vote per signature from a warp's ballot: the bits of lanes 0, CS_LANES, 2 CS_LANES, ...
@@ -66,12 +80,9 @@ __device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 
         for (int j = 0; j < 8; j++) ops[k]->v[j] = __ldg(row + k * 8 + j);
       s.parity = COMPRESS ? __ldg(row + 32) & 1u : 0u;
     } else {
-      // Column-major: a warp reads 32 consecutive words per load.
 #pragma unroll
-      for (int k = 0; k < nops; k++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) ops[k]->v[j] = __ldg(in + (size_t)(k * 8 + j) * stride + i);
-      s.parity = COMPRESS ? (__ldg(in + (size_t)32 * stride + (i >> 5)) >> (i & 31)) & 1u : 0u;
+      for (int k = 0; k < nops; k++) cs_load_column(*ops[k], in, stride, k * 8, i);
+      s.parity = COMPRESS ? cs_load_parity(in, stride, 32, i) : 0u;
     }
     ok = cs_verify<MODE, INV, COMPRESS>(s, gtab);
   }
@@ -96,12 +107,9 @@ __device__ __forceinline__ void cs_verify_signed_entry(const u32* __restrict__ i
   bool ok = false;
   if (i < count) {
     fe e, r, s;
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-      e.v[j] = __ldg(in + (size_t)j * stride + i);
-      r.v[j] = __ldg(in + (size_t)(8 + j) * stride + i);
-      s.v[j] = __ldg(in + (size_t)(16 + j) * stride + i);
-    }
+    cs_load_column(e, in, stride, 0, i);
+    cs_load_column(r, in, stride, 8, i);
+    cs_load_column(s, in, stride, 16, i);
     const u32 signer = __ldg(in + (size_t)24 * stride + i);
     ok = cs_verify_signed(e, r, s, gtab, ktabs + (size_t)signer * CS_GTABLE_WORDS);
   }
@@ -119,7 +127,8 @@ __device__ __forceinline__ void cs_verify_signed_entry(const u32* __restrict__ i
 // first half of the block walks t*P, the second half forms s*G from G's table for the same
 // signatures and hands it over in shared memory, where the first half adds it and compares. The
 // table half finishes long before the window, so a signature no longer waits on its 32 table
-// additions. For batches that leave most schedulers idle; blocks of a multiple of 128 threads.
+// additions. For batches that leave most schedulers idle; blocks of a multiple of 64 * CS_LANES
+// threads.
 #define CS_SPLIT_MAX_ITEMS 256  // 1024 threads: two halves of 256 lane pairs
 
 template <int COMPRESS>
@@ -135,11 +144,8 @@ __device__ __forceinline__ void cs_verify_split_entry(const u32* __restrict__ in
   jpt tp;
   bool run = false;
   if (i < count) {
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-      r.v[j] = __ldg(in + (size_t)(8 + j) * stride + i);
-      s.v[j] = __ldg(in + (size_t)(16 + j) * stride + i);
-    }
+    cs_load_column(r, in, stride, 8, i);
+    cs_load_column(s, in, stride, 16, i);
     run = cs_scalars(t, r, s);
     if (run && table_half) {
       jpt sg;
@@ -147,15 +153,11 @@ __device__ __forceinline__ void cs_verify_split_entry(const u32* __restrict__ in
       if (threadIdx.x % CS_LANES == 0) s_times_g[local] = sg;
     } else if (run) {
       apt P;
-#pragma unroll
-      for (int j = 0; j < 8; j++) P.x.v[j] = __ldg(in + (size_t)(24 + j) * stride + i);
-      if (COMPRESS) {
-        const u32 parity = (__ldg(in + (size_t)32 * stride + (i >> 5)) >> (i & 31)) & 1u;
-        run = cs_decompress(P.y, P.x, parity);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 8; j++) P.y.v[j] = __ldg(in + (size_t)(32 + j) * stride + i);
-      }
+      cs_load_column(P.x, in, stride, 24, i);
+      if (COMPRESS)
+        run = cs_decompress(P.y, P.x, cs_load_parity(in, stride, 32, i));
+      else
+        cs_load_column(P.y, in, stride, 32, i);
       if (run) mul_window(tp, t, P);
     }
   }
@@ -165,8 +167,7 @@ __device__ __forceinline__ void cs_verify_split_entry(const u32* __restrict__ in
     jpt R = s_times_g[local];
     pt_add_jac(R, tp);
     fe e;
-#pragma unroll
-    for (int j = 0; j < 8; j++) e.v[j] = __ldg(in + (size_t)j * stride + i);
+    cs_load_column(e, in, stride, 0, i);
     ok = cs_x_matches(R, e, r);
   }
   cs_write_verdicts(ok, out, half);
