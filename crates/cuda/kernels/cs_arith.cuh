@@ -597,6 +597,15 @@ CS_FN void fe_mul_sqr(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1) 
 }
 #endif
 
+// One step of two products, either of which may be a square (SQk: b_k is then ignored).
+template <bool SQ0, bool SQ1>
+CS_FN void fe_step2(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1) {
+  if (SQ0 && SQ1) fe_sqr2(r0, a0, r1, a1);
+  else if (SQ1) fe_mul_sqr(r0, a0, b0, r1, a1);
+  else if (SQ0) fe_mul_sqr(r1, a1, b1, r0, a0);
+  else fe_mul2(r0, a0, b0, r1, a1, b1);
+}
+
 // Steps of four products (SQk: product k is a square, a_k^2; b_k is then ignored). A quad
 // (CS_QUAD) forms one product per lane and gathers all four; a pair forms them in two steps of
 // two; one thread forms them in turn, squares by the squaring routine.
@@ -625,18 +634,33 @@ CS_FN void fe_mul4(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, con
   }
 #else
   fe p0, p1, p2, p3;
-  if (SQ0 && SQ1) fe_sqr2(p0, a0, p1, a1);
-  else if (SQ1) fe_mul_sqr(p0, a0, b0, p1, a1);
-  else if (SQ0) fe_mul_sqr(p1, a1, b1, p0, a0);
-  else fe_mul2(p0, a0, b0, p1, a1, b1);
-  if (SQ2 && SQ3) fe_sqr2(p2, a2, p3, a3);
-  else if (SQ3) fe_mul_sqr(p2, a2, b2, p3, a3);
-  else if (SQ2) fe_mul_sqr(p3, a3, b3, p2, a2);
-  else fe_mul2(p2, a2, b2, p3, a3, b3);
+  fe_step2<SQ0, SQ1>(p0, a0, b0, p1, a1, b1);
+  fe_step2<SQ2, SQ3>(p2, a2, b2, p3, a3, b3);
   fe_copy(r0, p0);
   fe_copy(r1, p1);
   fe_copy(r2, p2);
   fe_copy(r3, p3);
+#endif
+}
+
+// Steps of three products. A quad forms them at once (its fourth lane repeats the third); a pair
+// forms two, then the third on both lanes; one thread forms the three in turn.
+template <bool SQ0, bool SQ1, bool SQ2>
+CS_FN void fe_mul3(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1, fe& r2,
+                   const fe& a2, const fe& b2) {
+#if CS_LANES == 4
+  fe spare;
+  fe_mul4<SQ0, SQ1, SQ2, SQ2>(r0, a0, b0, r1, a1, b1, r2, a2, b2, spare, a2, b2);
+#else
+  fe p0, p1, p2;
+  fe_step2<SQ0, SQ1>(p0, a0, b0, p1, a1, b1);
+  if (SQ2)
+    fe_sqr(p2, a2);
+  else
+    fe_mul(p2, a2, b2);
+  fe_copy(r0, p0);
+  fe_copy(r1, p1);
+  fe_copy(r2, p2);
 #endif
 }
 
@@ -851,4 +875,146 @@ CS_NOINLINE void pt_add_jac(jpt& R, const jpt& Q) {
   fe_copy(R.X, S.X);
   fe_copy(R.Y, S.Y);
   fe_copy(R.Z, S.Z);
+}
+
+// ---------------------------------------------------------------- tables on one Z
+// The variable-base walk adds entries of a small table of multiples of P. Stored on one common Z
+// (lam), an entry (x, y) is the Jacobian point (x, y, lam): with lam^2 and lam^3 formed once per
+// table, each addition costs 11M + 3S instead of the 12M + 4S of two unrelated Jacobian points,
+// and an entry is 16 words instead of 24.
+struct coz_basis {
+  fe lam, lam2, lam3;
+};
+
+// a x for the curve's a = -3.
+CS_FN void fe_times_a(fe& r, const fe& x) {
+  fe t;
+  fe_add(t, x, x);
+  fe_add(t, t, x);
+  fe_neg(r, t);
+}
+
+// R = 2R in modified Jacobian coordinates (Cohen, Miyaji, Ono): W = a Z^4 travels with the point,
+// and the doubling is 4M + 4S in three levels of 3, 3 and 2 independent products, where the a = -3
+// formula (pt_dbl) needs four levels. A quad therefore doubles in three steps; one thread or a
+// pair gains nothing and keeps pt_dbl, whose walk needs no W. Infinity stays infinity (W = 0).
+CS_DBL_FN void pt_dbl_w(jpt& R, fe& W) {
+  fe xx, yy, yz, m, mm, y4, xyy, s, t, u;
+  fe_mul3<true, true, false>(xx, R.X, R.X, yy, R.Y, R.Y, yz, R.Y, R.Z);
+  fe_add(m, xx, xx);
+  fe_add(m, m, xx);
+  fe_add(m, m, W);  // M = 3 X^2 + a Z^4
+  fe_mul3<true, true, false>(mm, m, m, y4, yy, yy, xyy, R.X, yy);
+  fe_add(s, xyy, xyy);
+  fe_add(s, s, s);  // S = 4 X Y^2
+  fe_sub(t, mm, s);
+  fe_sub(R.X, t, s);  // X3 = M^2 - 2S
+  fe_add(y4, y4, y4);
+  fe_add(y4, y4, y4);
+  fe_add(y4, y4, y4);  // 8 Y^4
+  fe_sub(t, s, R.X);
+  fe_mul2(t, m, t, u, y4, W);
+  fe_sub(R.Y, t, y4);  // Y3 = M (S - X3) - 8 Y^4
+  fe_add(R.Z, yz, yz);  // Z3 = 2 Y Z
+  fe_add(W, u, u);      // a Z3^4 = 16 Y^4 a Z^4
+}
+
+// R = R + (Q.x, Q.y, lam) with every special case; five levels of 4, 2, 3, 3 and 2 independent
+// products (five steps of a quad, eight of a pair). With W (modified Jacobian, for pt_dbl_w) the
+// sum's a Z^4 comes out of three more products in the same five levels (4, 3, 3, 4, 3), so a quad
+// pays no extra step for it; alam4 = a lam^4 is the W of an entry, for R at infinity.
+template <bool WITH_W>
+CS_FN void pt_add_coz(jpt& R, fe* W, const apt& Q, const coz_basis& B, const fe* alam4) {
+  const bool r_inf = fe_is_zero(R.Z);
+  fe z1z1, u1, s1, yz, u2, s2, zl, h, rr, hh, r2, zh, hhh, v, z3sq, z3q, t;
+  fe_mul4<true, false, false, false>(z1z1, R.Z, R.Z, u1, R.X, B.lam2, s1, R.Y, B.lam3, yz, Q.y,
+                                     R.Z);
+  if (WITH_W)  // U2 = x Z1^2, S2 = y Z1^3, Z1^2 lam^2
+    fe_mul3<false, false, false>(u2, Q.x, z1z1, s2, yz, z1z1, zl, z1z1, B.lam2);
+  else
+    fe_mul2(u2, Q.x, z1z1, s2, yz, z1z1);
+  fe_sub(h, u2, u1);
+  fe_sub(rr, s2, s1);
+  if (!r_inf && fe_is_zero(h)) {  // rare: the same x coordinate
+    if (fe_is_zero(rr)) {
+      if (WITH_W)
+        pt_dbl_w(R, *W);
+      else
+        pt_dbl(R);
+    } else {
+      pt_set_inf(R);
+      if (WITH_W) fe_set_word(*W, 0);
+    }
+    return;
+  }
+  jpt S;
+  fe_mul3<true, true, false>(hh, h, h, r2, rr, rr, zh, R.Z, h);
+  if (WITH_W)  // and Z3^2 = Z1^2 lam^2 H^2
+    fe_mul4<false, false, false, false>(hhh, h, hh, v, u1, hh, S.Z, zh, B.lam, z3sq, zl, hh);
+  else
+    fe_mul3<false, false, false>(hhh, h, hh, v, u1, hh, S.Z, zh, B.lam);  // Z3 = Z1 lam H
+  fe_sub(t, r2, hhh);
+  fe_sub(t, t, v);
+  fe_sub(S.X, t, v);  // X3 = r^2 - H^3 - 2V
+  fe_sub(t, v, S.X);
+  if (WITH_W)
+    fe_mul3<false, false, true>(t, rr, t, s1, s1, hhh, z3q, z3sq, z3sq);
+  else
+    fe_mul2(t, rr, t, s1, s1, hhh);
+  fe_sub(S.Y, t, s1);  // Y3 = r (V - X3) - S1 H^3
+  jpt Qj;  // R at infinity: the sum is the entry itself
+  fe_copy(Qj.X, Q.x);
+  fe_copy(Qj.Y, Q.y);
+  fe_copy(Qj.Z, B.lam);
+  pt_cmov(S, Qj, r_inf);
+  fe_copy(R.X, S.X);
+  fe_copy(R.Y, S.Y);
+  fe_copy(R.Z, S.Z);
+  if (WITH_W) {
+    fe_times_a(*W, z3q);
+    fe_cmov(*W, *alam4, r_inf);
+  }
+}
+
+// T[i] = (2i + 1) P for i < 8, all on one Z, from an affine P of odd prime order. Each odd multiple
+// is the last plus 2P by Meloni's co-Z addition (5M + 2S with the Z product left out), which also
+// brings 2P to the sum's Z, so the next addition is co-Z again; afterwards every earlier entry is
+// brought to the last one's Z. 91 products, against 120 for the same table in Jacobian points. No
+// step meets an exceptional case: (2i - 1) P = ±2P would need an order dividing 2i + 1 or 2i - 3.
+CS_FN void coz_odd_multiples(apt T[8], coz_basis& B, const apt& P) {
+  jpt D;
+  pt_from_affine(D, P);
+  pt_dbl(D);  // 2P on Z_0 = D.Z
+  fe z2, z3, h[7];
+  fe_sqr(z2, D.Z);
+  fe_mul(z3, z2, D.Z);
+  fe_mul2(T[0].x, P.x, z2, T[0].y, P.y, z3);  // P on Z_0
+  for (int i = 1; i < 8; i++) {
+    // T[i-1] and D share Z_(i-1); their sum and D move to Z_i = Z_(i-1) h.
+    fe rr, a, d, b, c, t;
+    fe_sub(h[i - 1], T[i - 1].x, D.X);
+    fe_sub(rr, T[i - 1].y, D.Y);
+    fe_sqr2(a, h[i - 1], d, rr);
+    fe_mul2(b, D.X, a, c, T[i - 1].x, a);  // D's x and the entry's x times h^2
+    fe_sub(t, d, b);
+    fe_sub(T[i].x, t, c);  // X = rr^2 - B - C
+    fe_sub(t, b, T[i].x);
+    fe_sub(c, c, b);                  // h^3
+    fe_mul2(t, rr, t, D.Y, D.Y, c);  // rr (B - X), and D's y on the new Z
+    fe_sub(T[i].y, t, D.Y);
+    fe_copy(D.X, b);
+  }
+  // T[j] lies on Z_j = Z_0 h_0 ... h_(j-1): bring it to Z_7 by f = h_j ... h_6.
+  fe f;
+  fe_copy(f, h[6]);
+  for (int j = 6; j >= 0; j--) {
+    fe f2, f3;
+    if (j < 6) fe_mul(f, f, h[j]);
+    fe_sqr(f2, f);
+    fe_mul(f3, f2, f);
+    fe_mul2(T[j].x, T[j].x, f2, T[j].y, T[j].y, f3);
+  }
+  fe_mul(B.lam, D.Z, f);  // Z_7 = Z_0 h_0 ... h_6
+  fe_sqr(B.lam2, B.lam);
+  fe_mul(B.lam3, B.lam2, B.lam);
 }

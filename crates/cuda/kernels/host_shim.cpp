@@ -75,6 +75,28 @@ int cs_host_decompress(const u32* x, u32 parity, u32* y) {
   return 1;
 }
 
+// t*P by the variable-base window in the Jacobian walk (modified = 0: one thread's and a pair's)
+// or the modified-Jacobian walk (1: a quad's), made affine; returns 0 when the result is infinity.
+int cs_host_mul_window(int modified, const u32* t, const u32* px, const u32* py, u32* x, u32* y) {
+  fe k;
+  apt P, A;
+  jpt R;
+  load8(k, t);
+  load8(P.x, px);
+  load8(P.y, py);
+  if (modified)
+    mul_window_in<true>(R, k, P);
+  else
+    mul_window_in<false>(R, k, P);
+  if (fe_is_zero(R.Z)) return 0;
+  pt_to_affine<CS_INV_FERMAT>(A, R);
+  for (int i = 0; i < 8; i++) {
+    x[i] = A.x.v[i];
+    y[i] = A.y.v[i];
+  }
+  return 1;
+}
+
 // Fills the fixed-base table of the affine point B (CS_GTABLE_WORDS words): 8160 Jacobian points
 // made affine with one shared inversion (Montgomery's trick). B must be a point of the curve.
 static void build_table(const apt& B, u32* out) {

@@ -37,6 +37,14 @@ mod ffi {
             ktab: *const u32,
         ) -> i32;
         pub fn cs_host_on_curve(x: *const u32, y: *const u32) -> i32;
+        pub fn cs_host_mul_window(
+            modified: i32,
+            t: *const u32,
+            px: *const u32,
+            py: *const u32,
+            x: *mut u32,
+            y: *mut u32,
+        ) -> i32;
         pub fn cs_host_sm3_e(za: *const u32, msg: *const u8, len: u32, e: *mut u32);
     }
 }
@@ -101,6 +109,25 @@ pub fn verify(
     };
     assert!(v >= 0, "host shim does not know this configuration");
     v == 1
+}
+
+/// t·P by the kernels' variable-base window (`mul_window_in`), affine, or None at infinity.
+/// `modified` picks the quad kernels' walk in modified Jacobian coordinates instead of the
+/// Jacobian walk of the one-thread and pair kernels; t must be in [1, n).
+pub fn mul_window(modified: bool, t: &Words, px: &Words, py: &Words) -> Option<(Words, Words)> {
+    let (mut x, mut y) = ([0u32; 8], [0u32; 8]);
+    // SAFETY: t, px and py are 8 readable words each; x and y have room for 8 words each.
+    let finite = unsafe {
+        ffi::cs_host_mul_window(
+            i32::from(modified),
+            t.as_ptr(),
+            px.as_ptr(),
+            py.as_ptr(),
+            x.as_mut_ptr(),
+            y.as_mut_ptr(),
+        )
+    };
+    (finite == 1).then_some((x, y))
 }
 
 /// Field multiplications done by this thread's host arithmetic since the last reset.

@@ -337,3 +337,75 @@ fn multiplication_counts_per_mode() {
         assert!(per > 1000 && per < 8000, "{per}");
     }
 }
+
+/// The variable-base window (co-Z table of odd multiples, then the walk) in both of its forms, the
+/// Jacobian walk of one thread and of pairs and the modified-Jacobian walk of quads, against
+/// RustCrypto's t·P on random points and scalars and on the scalars at the ends of the range
+/// (t = 1, 2, n − 1, n − 2, small odd and even values, powers of two).
+#[test]
+fn window_walks_match_reference_scalar_multiplication() {
+    use sm2::elliptic_curve::ff::PrimeField;
+    use sm2::elliptic_curve::sec1::ToSec1Point;
+    let n = words_from_be(&chainsig_core::curve::SM2.n);
+    let be_of = |w: &Words| -> [u8; 32] {
+        let mut be = [0u8; 32];
+        for (j, word) in w.iter().enumerate() {
+            be[28 - 4 * j..32 - 4 * j].copy_from_slice(&word.to_be_bytes());
+        }
+        be
+    };
+    let affine_words = |pt: sm2::AffinePoint| -> (Words, Words) {
+        let enc = pt.to_sec1_point(false);
+        let bytes = enc.as_bytes();
+        (
+            words_from_be(bytes[1..33].try_into().unwrap()),
+            words_from_be(bytes[33..65].try_into().unwrap()),
+        )
+    };
+    let mut rng = ChaCha20Rng::seed_from_u64(0x77a1);
+    let mut scalars: Vec<Words> = Vec::new();
+    for small in [1u32, 2, 3, 4, 15, 16, 17, 31, 32, 33, 255, 256] {
+        let mut w = [0u32; 8];
+        w[0] = small;
+        scalars.push(w);
+        scalars.push(sub(&n, &w));
+    }
+    for bit in [31usize, 32, 127, 128, 254, 255] {
+        let mut w = [0u32; 8];
+        w[bit / 32] = 1 << (bit % 32);
+        if !ge(&w, &n) {
+            scalars.push(w);
+        }
+    }
+    while scalars.len() < 120 {
+        let mut w = [0u32; 8];
+        for x in w.iter_mut() {
+            *x = rng.next_u32();
+        }
+        if !ge(&w, &n) && w != [0u32; 8] {
+            scalars.push(w);
+        }
+    }
+    for (i, t) in scalars.iter().enumerate() {
+        // a fresh point P = d·G for each scalar
+        let mut d = [0u32; 8];
+        for x in d.iter_mut() {
+            *x = rng.next_u32();
+        }
+        d[7] &= 0x7fff_ffff;
+        d[0] |= 1;
+        let d = sm2::Scalar::from_repr(be_of(&d).into()).unwrap();
+        let p_pt = (sm2::ProjectivePoint::GENERATOR * d).to_affine();
+        let (px, py) = affine_words(p_pt);
+        let k = sm2::Scalar::from_repr(be_of(t).into()).unwrap();
+        let want = affine_words((sm2::ProjectivePoint::from(p_pt) * k).to_affine());
+        for modified in [false, true] {
+            let got = host::mul_window(modified, t, &px, &py);
+            assert_eq!(
+                got,
+                Some(want),
+                "scalar {i} ({t:08x?}), modified walk {modified}"
+            );
+        }
+    }
+}
