@@ -26,9 +26,9 @@ pub fn with_signer_file(requested: &str, signers: Option<&Path>) -> anyhow::Resu
 }
 
 /// As [`registry`], with the SM2 keys `signers` loaded into the GPU backend as known signers
-/// (`chainsig_cuda::signers`): their records are verified through per-key tables, about four
+/// (`chainsig_cuda::signers`): their records are verified through per-key tables, several
 /// times as fast, and the few records of a batch outside the set go to the CPU meanwhile. The CPU
-/// backend has no use for them. Building the tables (522 KB and about 25 ms of one core per key)
+/// backend has no use for them. Building the tables (464 KB and a few tens of ms of one core per key)
 /// is reported on stderr when there are any.
 pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Registry> {
     let mut registry = chainsig_cpu::cpu_registry();

@@ -96,7 +96,7 @@ __device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 
   }
 
 // Known signers: column-major rows e, r, s (8 words each), then the signer's index into ktabs,
-// which holds one fixed-base table (CS_GTABLE_WORDS words) per signer.
+// which holds one fixed-base table (CS_KTABLE_WORDS words) per signer.
 #define CS_SIGNED_ROWS 25
 
 __device__ __forceinline__ void cs_verify_signed_entry(const u32* __restrict__ in, u32 stride,
@@ -111,7 +111,7 @@ __device__ __forceinline__ void cs_verify_signed_entry(const u32* __restrict__ i
     cs_load_column(r, in, stride, 8, i);
     cs_load_column(s, in, stride, 16, i);
     const u32 signer = __ldg(in + (size_t)24 * stride + i);
-    ok = cs_verify_signed(e, r, s, gtab, ktabs + (size_t)signer * CS_GTABLE_WORDS);
+    ok = cs_verify_signed(e, r, s, gtab, ktabs + (size_t)signer * CS_KTABLE_WORDS);
   }
   cs_write_verdicts(ok, out, blockDim.x);
 }
@@ -149,7 +149,7 @@ __device__ __forceinline__ void cs_verify_split_entry(const u32* __restrict__ in
     run = cs_scalars(t, r, s);
     if (run && table_half) {
       jpt sg;
-      mul_fixed(sg, s, gtab);
+      mul_fixed<CS_GTAB_BITS>(sg, s, gtab);
       if (threadIdx.x % CS_LANES == 0) s_times_g[local] = sg;
     } else if (run) {
       apt P;

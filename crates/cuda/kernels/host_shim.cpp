@@ -14,6 +14,48 @@ static void load8(fe& a, const u32* w) {
   for (int i = 0; i < 8; i++) a.v[i] = w[i];
 }
 
+// Fills the fixed-base table of the affine point B in signed W-bit windows (CS_TAB_ENTRIES(W)
+// entries of 16 words; layout in cs_verify.cuh): Jacobian multiples made affine with one shared
+// inversion (Montgomery's trick). B must be a point of the curve.
+template <int W>
+static void build_table(const apt& B, u32* out) {
+  constexpr int HALF = 1 << (W - 1), ENTRIES = CS_TAB_ENTRIES(W);
+  std::vector<jpt> pts(ENTRIES);
+  jpt base;
+  pt_from_affine(base, B);
+  for (int j = 0; j < CS_TAB_WINDOWS(W); j++) {
+    jpt acc = base;
+    pts[j * HALF] = acc;
+    for (int m = 2; m <= HALF; m++) {
+      pt_add_jac(acc, base);
+      pts[j * HALF + m - 1] = acc;
+    }
+    for (int d = 0; d < W; d++) pt_dbl(base);
+  }
+  std::vector<fe> prefix(ENTRIES);
+  fe run;
+  fe_set_word(run, 1);
+  for (int i = 0; i < ENTRIES; i++) {
+    prefix[i] = run;
+    fe_mul(run, run, pts[i].Z);
+  }
+  fe inv;
+  fe_inv_fermat(inv, run);
+  for (int i = ENTRIES - 1; i >= 0; i--) {
+    fe zi, zi2, zi3, x, y;
+    fe_mul(zi, inv, prefix[i]);
+    fe_mul(inv, inv, pts[i].Z);
+    fe_sqr(zi2, zi);
+    fe_mul(zi3, zi2, zi);
+    fe_mul(x, pts[i].X, zi2);
+    fe_mul(y, pts[i].Y, zi3);
+    for (int w = 0; w < 8; w++) {
+      out[i * 16 + w] = x.v[w];
+      out[i * 16 + 8 + w] = y.v[w];
+    }
+  }
+}
+
 extern "C" {
 
 // Verifies one signature; operands are 8 little-endian words each. Returns 1 for valid.
@@ -97,50 +139,14 @@ int cs_host_mul_window(int modified, const u32* t, const u32* px, const u32* py,
   return 1;
 }
 
-// Fills the fixed-base table of the affine point B (CS_GTABLE_WORDS words): 8160 Jacobian points
-// made affine with one shared inversion (Montgomery's trick). B must be a point of the curve.
-static void build_table(const apt& B, u32* out) {
-  std::vector<jpt> pts(CS_GTABLE_ENTRIES);
-  jpt base;
-  pt_from_affine(base, B);
-  for (int j = 0; j < 32; j++) {
-    jpt acc = base;
-    pts[j * 255] = acc;
-    for (int b = 2; b <= 255; b++) {
-      pt_add_jac(acc, base);
-      pts[j * 255 + b - 1] = acc;
-    }
-    for (int d = 0; d < 8; d++) pt_dbl(base);
-  }
-  std::vector<fe> prefix(CS_GTABLE_ENTRIES);
-  fe run;
-  fe_set_word(run, 1);
-  for (int i = 0; i < CS_GTABLE_ENTRIES; i++) {
-    prefix[i] = run;
-    fe_mul(run, run, pts[i].Z);
-  }
-  fe inv;
-  fe_inv_fermat(inv, run);
-  for (int i = CS_GTABLE_ENTRIES - 1; i >= 0; i--) {
-    fe zi, zi2, zi3, x, y;
-    fe_mul(zi, inv, prefix[i]);
-    fe_mul(inv, inv, pts[i].Z);
-    fe_sqr(zi2, zi);
-    fe_mul(zi3, zi2, zi);
-    fe_mul(x, pts[i].X, zi2);
-    fe_mul(y, pts[i].Y, zi3);
-    for (int w = 0; w < 8; w++) {
-      out[i * 16 + w] = x.v[w];
-      out[i * 16 + 8 + w] = y.v[w];
-    }
-  }
-}
+// Words of G's table (key = 0) or of a known signer's key table (key = 1).
+unsigned long long cs_host_table_words(int key) { return key ? CS_KTABLE_WORDS : CS_GTABLE_WORDS; }
 
 // The table of G, which every verification uses.
 void cs_host_build_gtable(u32* out) {
   apt g;
   curve_g(g);
-  build_table(g, out);
+  build_table<CS_GTAB_BITS>(g, out);
 }
 
 // The table of a known signer's public key (x, y), checked on the curve by the caller.
@@ -148,7 +154,7 @@ void cs_host_build_key_table(const u32* x, const u32* y, u32* out) {
   apt p;
   load8(p.x, x);
   load8(p.y, y);
-  build_table(p, out);
+  build_table<CS_KTAB_BITS>(p, out);
 }
 
 // Verifies one signature by a known signer whose table is ktab. Returns 1 for valid.

@@ -1124,7 +1124,7 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Loads the known signers' fixed-base tables (522 KB of GPU memory each), replacing any loaded
+    /// Loads the known signers' fixed-base tables (464 KB of GPU memory each), replacing any loaded
     /// before; a [`SignerBatch`] names its signers by their index in `tables`. Fast mode only.
     pub fn load_signers(&self, tables: &SignerTables) -> Result<(), BackendError> {
         self.engine

@@ -4,8 +4,21 @@
 
 use crate::codegen::Words;
 
-/// Words in the fixed-base table: 32 × 255 affine points of 16 words.
-pub const GTABLE_WORDS: usize = 32 * 255 * 16;
+/// Window width of G's fixed-base table (signed windows; layout in kernels/cs_verify.cuh).
+pub const GTABLE_BITS: usize = 13;
+/// Window width of a known signer's key table.
+pub const KTABLE_BITS: usize = 9;
+
+/// Words of a fixed-base table in signed windows of `bits` bits: ⌈256 / bits⌉ windows of
+/// 2^(bits−1) affine points of 16 words.
+pub const fn table_words(bits: usize) -> usize {
+    256usize.div_ceil(bits) * (1 << (bits - 1)) * 16
+}
+
+/// Words in G's table: 20 × 4096 points, 5 MB.
+pub const GTABLE_WORDS: usize = table_words(GTABLE_BITS);
+/// Words in a key table: 29 × 256 points, 464 KB.
+pub const KTABLE_WORDS: usize = table_words(KTABLE_BITS);
 
 mod ffi {
     extern "C" {
@@ -27,6 +40,7 @@ mod ffi {
         pub fn cs_host_reduce_wide(t: *const u32, r: *mut u32);
         pub fn cs_host_fe_inv(method: i32, a: *const u32, r: *mut u32);
         pub fn cs_host_decompress(x: *const u32, parity: u32, y: *mut u32) -> i32;
+        pub fn cs_host_table_words(key: i32) -> u64;
         pub fn cs_host_build_gtable(out: *mut u32);
         pub fn cs_host_build_key_table(x: *const u32, y: *const u32, out: *mut u32);
         pub fn cs_host_verify_signed(
@@ -180,8 +194,20 @@ pub fn on_curve(x: &Words, y: &Words) -> bool {
     unsafe { ffi::cs_host_on_curve(x.as_ptr(), y.as_ptr()) == 1 }
 }
 
-/// Builds the fixed-base table b·256^j·G and checks that every entry lies on the curve.
+/// The table sizes the C++ side was compiled with: (G's, a key's), in words.
+pub fn table_words_compiled() -> (usize, usize) {
+    // SAFETY: reads two constants.
+    let (g, k) = unsafe { (ffi::cs_host_table_words(0), ffi::cs_host_table_words(1)) };
+    (g as usize, k as usize)
+}
+
+/// Builds G's fixed-base table m·2^(13j)·G and checks that every entry lies on the curve.
 pub fn build_gtable() -> Result<Vec<u32>, String> {
+    assert_eq!(
+        table_words_compiled(),
+        (GTABLE_WORDS, KTABLE_WORDS),
+        "host.rs and cs_verify.cuh disagree on the table sizes"
+    );
     let mut t = vec![0u32; GTABLE_WORDS];
     // SAFETY: the buffer holds exactly the GTABLE_WORDS words the routine writes.
     unsafe { ffi::cs_host_build_gtable(t.as_mut_ptr()) };
@@ -189,14 +215,19 @@ pub fn build_gtable() -> Result<Vec<u32>, String> {
     Ok(t)
 }
 
-/// Builds the fixed-base table b·256^j·P of a known signer's key P = (x, y), refusing a key off
+/// Builds the fixed-base table m·2^(9j)·P of a known signer's key P = (x, y), refusing a key off
 /// the curve, and checks every entry.
 pub fn build_key_table(x: &Words, y: &Words) -> Result<Vec<u32>, String> {
     if !on_curve(x, y) {
         return Err("the public key is not a point of the curve".into());
     }
-    let mut t = vec![0u32; GTABLE_WORDS];
-    // SAFETY: 8-word inputs; the buffer holds exactly the GTABLE_WORDS words the routine writes.
+    assert_eq!(
+        table_words_compiled(),
+        (GTABLE_WORDS, KTABLE_WORDS),
+        "host.rs and cs_verify.cuh disagree on the table sizes"
+    );
+    let mut t = vec![0u32; KTABLE_WORDS];
+    // SAFETY: 8-word inputs; the buffer holds exactly the KTABLE_WORDS words the routine writes.
     unsafe { ffi::cs_host_build_key_table(x.as_ptr(), y.as_ptr(), t.as_mut_ptr()) };
     entries_on_curve(&t).map_err(|i| format!("table entry {i} is not on the curve"))?;
     Ok(t)
@@ -218,8 +249,8 @@ fn entries_on_curve(table: &[u32]) -> Result<(), usize> {
 /// table [`build_key_table`] made.
 pub fn verify_signed(e: &Words, r: &Words, s: &Words, gtab: &[u32], ktab: &[u32]) -> bool {
     assert_eq!(gtab.len(), GTABLE_WORDS, "G table has the wrong size");
-    assert_eq!(ktab.len(), GTABLE_WORDS, "key table has the wrong size");
-    // SAFETY: 8-word operands and two tables of GTABLE_WORDS words, only read.
+    assert_eq!(ktab.len(), KTABLE_WORDS, "key table has the wrong size");
+    // SAFETY: 8-word operands and tables of GTABLE_WORDS and KTABLE_WORDS words, only read.
     unsafe {
         ffi::cs_host_verify_signed(
             e.as_ptr(),

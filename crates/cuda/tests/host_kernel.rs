@@ -237,33 +237,46 @@ fn decompression_recovers_keys_and_rejects_non_points() {
 
 #[test]
 fn fixed_base_table_matches_reference_multiples() {
-    use sm2::elliptic_curve::ff::PrimeField;
     use sm2::elliptic_curve::sec1::ToSec1Point;
     let t = gtable();
-    for (j, b) in [
-        (0usize, 1u32),
+    assert_eq!(t.len(), host::GTABLE_WORDS);
+    let w = host::GTABLE_BITS;
+    let half = 1usize << (w - 1);
+    let windows = 256usize.div_ceil(w);
+    // Entry (j, m) = m·2^(w·j)·G, first and last of each checked window, some in between.
+    for (j, m) in [
+        (0usize, 1usize),
         (0, 2),
-        (0, 255),
+        (0, half),
         (1, 1),
-        (7, 200),
-        (31, 255),
-        (31, 1),
-        (16, 77),
+        (7, 2000),
+        (12, 3),
+        (windows - 1, 1),
+        (windows - 1, half),
     ] {
-        // b * 256^j as a scalar
-        let mut be = [0u8; 32];
-        let pos = 31 - j;
-        be[pos] = b as u8;
-        let k = sm2::Scalar::from_repr(be.into()).unwrap();
+        let mut k = sm2::Scalar::from(m as u64);
+        for _ in 0..w * j {
+            k = k + k;
+        }
         let pt = (sm2::ProjectivePoint::GENERATOR * k).to_affine();
         let enc = pt.to_sec1_point(false);
         let bytes = enc.as_bytes();
         let x = words_from_be(bytes[1..33].try_into().unwrap());
         let y = words_from_be(bytes[33..65].try_into().unwrap());
-        let idx = (j * 255 + b as usize - 1) * 16;
-        assert_eq!(&t[idx..idx + 8], &x, "x of entry ({j}, {b})");
-        assert_eq!(&t[idx + 8..idx + 16], &y, "y of entry ({j}, {b})");
+        let idx = (j * half + m - 1) * 16;
+        assert_eq!(&t[idx..idx + 8], &x, "x of entry ({j}, {m})");
+        assert_eq!(&t[idx + 8..idx + 16], &y, "y of entry ({j}, {m})");
     }
+}
+
+#[test]
+fn table_sizes_agree_with_the_kernel_source() {
+    assert_eq!(
+        host::table_words_compiled(),
+        (host::GTABLE_WORDS, host::KTABLE_WORDS)
+    );
+    assert_eq!(host::GTABLE_WORDS, 20 * 4096 * 16);
+    assert_eq!(host::KTABLE_WORDS, 29 * 256 * 16);
 }
 
 const CONFIGS: [(Mode, Inversion, bool); 7] = [
