@@ -183,6 +183,28 @@ fn reduction_is_exact_on_every_512_bit_input_including_both_top_folds() {
         inputs.push(t);
         crafted += 1;
     }
+    // Values whose reduction ends in [p, 2^256), or just below p with p's top word: the final
+    // subtraction's path, which random products take about once in 2^31 multiplications.
+    for i in 0..400u32 {
+        let mut d = [0u32; 8];
+        d[..7]
+            .iter_mut()
+            .for_each(|w| *w = rng.next_u32() >> (i % 32));
+        d[7] = 0;
+        let low = if i % 2 == 0 {
+            let sum = add_mod(&p(), &d, &[u32::MAX; 8]); // p + d < 2^256 as d < 2^224
+            if ge(&sum, &p()) {
+                sum
+            } else {
+                continue;
+            }
+        } else {
+            sub(&sub(&p(), &[1, 0, 0, 0, 0, 0, 0, 0]), &d)
+        };
+        let mut t = [0u32; 16];
+        t[..8].copy_from_slice(&low);
+        inputs.push(t);
+    }
     for t in &inputs {
         assert_eq!(host::reduce_wide(t), reduce_slow(t), "t = {t:08x?}");
     }
