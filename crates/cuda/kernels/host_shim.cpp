@@ -91,6 +91,22 @@ void cs_host_fe_mul(const u32* a, const u32* b, u32* r) {
   for (int i = 0; i < 8; i++) r[i] = z.v[i];
 }
 
+// r = k a mod p for k in {3, 4, 8} and a < p, by the formulas' small-constant product.
+int cs_host_fe_mul_small(u32 k, const u32* a, u32* r) {
+  fe x, z;
+  load8(x, a);
+  if (k == 3)
+    fe_mul_small<3>(z, x);
+  else if (k == 4)
+    fe_mul_small<4>(z, x);
+  else if (k == 8)
+    fe_mul_small<8>(z, x);
+  else
+    return 0;
+  for (int i = 0; i < 8; i++) r[i] = z.v[i];
+  return 1;
+}
+
 // r = t mod p for any 512-bit t (16 little-endian words), by the kernels' reduction.
 void cs_host_reduce_wide(const u32* t, u32* r) {
   fe z;

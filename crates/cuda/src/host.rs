@@ -38,6 +38,7 @@ mod ffi {
         pub fn cs_host_mul_count_reset();
         pub fn cs_host_fe_mul(a: *const u32, b: *const u32, r: *mut u32);
         pub fn cs_host_reduce_wide(t: *const u32, r: *mut u32);
+        pub fn cs_host_fe_mul_small(k: u32, a: *const u32, r: *mut u32) -> i32;
         pub fn cs_host_fe_inv(method: i32, a: *const u32, r: *mut u32);
         pub fn cs_host_decompress(x: *const u32, parity: u32, y: *mut u32) -> i32;
         pub fn cs_host_table_words(key: i32) -> u64;
@@ -162,6 +163,15 @@ pub fn fe_mul(a: &Words, b: &Words) -> Words {
     // SAFETY: 8-word inputs and output.
     unsafe { ffi::cs_host_fe_mul(a.as_ptr(), b.as_ptr(), r.as_mut_ptr()) };
     r
+}
+
+/// k·a mod p for k ∈ {3, 4, 8} and a < p by the point formulas' small-constant product
+/// (`fe_mul_small`); None for another k.
+pub fn fe_mul_small(k: u32, a: &Words) -> Option<Words> {
+    let mut r = [0u32; 8];
+    // SAFETY: an 8-word input and output.
+    let known = unsafe { ffi::cs_host_fe_mul_small(k, a.as_ptr(), r.as_mut_ptr()) };
+    (known == 1).then_some(r)
 }
 
 /// t mod p for any 512-bit t (little-endian words) by the kernels' reduction.

@@ -84,6 +84,30 @@ fn edge_field_values() -> Vec<Words> {
 }
 
 #[test]
+fn small_constant_products_match_bit_serial_reference() {
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    let p = p();
+    let mut values = edge_field_values();
+    // Values whose multiple lands just above a multiple of 2^256 or of p.
+    for k in [3u32, 4, 8] {
+        for d in 0..40u32 {
+            let near = mul_mod_slow(&[d + 1, 0, 0, 0, 0, 0, 0, 0], &[k, 0, 0, 0, 0, 0, 0, 0], &p);
+            values.push(sub(&p, &near));
+        }
+    }
+    for _ in 0..300 {
+        values.push(random_below_p(&mut rng));
+    }
+    for a in &values {
+        for k in [3u32, 4, 8] {
+            let want = mul_mod_slow(a, &[k, 0, 0, 0, 0, 0, 0, 0], &p);
+            assert_eq!(host::fe_mul_small(k, a), Some(want), "{k} * {a:08x?}");
+        }
+    }
+    assert_eq!(host::fe_mul_small(5, &[1, 0, 0, 0, 0, 0, 0, 0]), None);
+}
+
+#[test]
 fn field_multiplication_matches_bit_serial_reference() {
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     let p = p();
