@@ -4,6 +4,9 @@
 //! disassembles the cubin with `cuobjdump -sass` and counts machine instructions per operation by
 //! class. This is the measurement behind "instructions per multiplication" in crates/cuda/README.md:
 //! static counts need no GPU, so a change to the arithmetic can be weighed before a device run.
+//! Rows ending in `:common` count what an operation executes almost always (the reduction's rare
+//! corrections compiled out, their test and branch kept); the last line adds them up over a fast
+//! verification's loops.
 //!
 //! Usage: kernel_census [DIR]   (writes DIR/census*.cubin and DIR/kernel_census.csv; DIR defaults
 //! to $OUT or ./out). Needs libnvrtc; cuobjdump from $CUOBJDUMP or PATH (the CUDA toolkit, or the
@@ -80,20 +83,25 @@ fn main() {
         .unwrap_or_else(|| "out".into());
     std::fs::create_dir_all(&dir).expect("create the output folder");
     let tool = std::env::var("CUOBJDUMP").unwrap_or_else(|_| "cuobjdump".into());
-    // Two modules, compiled as the backend compiles them: the default kernel (with the micro
-    // kernels beside it, under the same options) and its compact form.
+    // Three modules, compiled as the backend compiles them: the default kernel (with the micro
+    // kernels beside it, under the same options), its compact form, and the micro kernels again
+    // with the reduction's rarely taken corrections left out (CS_CENSUS_COMMON_PATH: the test and
+    // the branch stay), whose counts are what a multiplication executes almost always.
     let default = KernelConfig::default_fast();
     let mut counts = BTreeMap::new();
-    for (i, cfg) in [default, default.compacted()].iter().enumerate() {
+    for (i, cfg) in [default, default.compacted(), default].iter().enumerate() {
         let mut src = kernel::source(&chainsig_core::curve::SM2, &[*cfg]).expect("kernel source");
-        if i == 0 {
+        if i != 1 {
             src.push('\n');
             src.push_str(CENSUS);
+        }
+        if i == 2 {
+            src = format!("#define CS_CENSUS_COMMON_PATH 1\n{src}");
         }
         let compiled =
             kernel::compile_uncached(&src, &kernel::config_options(cfg, "sm_90")).expect("NVRTC");
         for r in kernel::parse_resources(&compiled.log) {
-            if r.kernel == cfg.name() {
+            if r.kernel == cfg.name() && i < 2 {
                 println!(
                     "{}: {} registers, {} B stack, spills {} B / {} B",
                     r.kernel, r.registers, r.stack_bytes, r.spill_stores, r.spill_loads
@@ -107,12 +115,13 @@ fn main() {
             Ok(o) => panic!("{tool} failed: {}", String::from_utf8_lossy(&o.stderr)),
             Err(e) => panic!("cannot run {tool} ({e}); set CUOBJDUMP to its path"),
         };
-        // From the second module only its verification kernel (the self-test repeats the first).
-        counts.extend(
-            census(&sass)
-                .into_iter()
-                .filter(|(f, _)| i == 0 || *f == cfg.name()),
-        );
+        // From the second module only its verification kernel (the self-test repeats the first);
+        // from the third only the micro kernels, named for their common path.
+        counts.extend(census(&sass).into_iter().filter_map(|(f, c)| match i {
+            0 => Some((f, c)),
+            1 => (f == cfg.name()).then_some((f, c)),
+            _ => f.starts_with("census_").then(|| (format!("{f}:common"), c)),
+        }));
     }
     let arith = |c: &BTreeMap<&str, usize>| -> usize {
         c.iter()
@@ -153,6 +162,24 @@ fn main() {
                 .collect::<Vec<_>>()
                 .join(",")
         ));
+    }
+    // Instructions a fast verification executes in its two loops, from the common-path counts:
+    // 256 doublings, 64 additions of a window entry and the fixed-base table's additions, each
+    // addition without the copy of the doubling it holds for the case R = Q.
+    let net_of = |f: &str| counts.get(f).map(|c| arith(c).saturating_sub(base));
+    if let (Some(dbl), Some(coz), Some(aff)) = (
+        net_of("census_pt_dbl:common"),
+        net_of("census_pt_add_coz:common"),
+        net_of("census_pt_add_affine:common"),
+    ) {
+        let g_adds = 256usize.div_ceil(chainsig_cuda::host::GTABLE_BITS);
+        let walk = 256 * dbl + 64 * (coz - dbl) + g_adds * (aff - dbl);
+        println!(
+            "fast verification, loops only (common path): 256 x {dbl} + 64 x {} + {g_adds} x {} = {walk} instructions",
+            coz - dbl,
+            aff - dbl
+        );
+        csv.push_str(&format!("fast_verification_loops_common,{walk}\n"));
     }
     std::fs::write(format!("{dir}/kernel_census.csv"), csv).expect("write the CSV");
     println!("wrote {dir}/kernel_census.csv and the cubins beside it");

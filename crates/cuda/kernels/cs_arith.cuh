@@ -180,7 +180,11 @@ CS_FN fe fe_reduce_rare(fe r, u32 again) {
 // the generated fold, then the rare corrections.
 CS_FN void fe_fold_carry(fe& r, u32 c) {
   u32 again = curve_fold_top(c, r.v);
+#ifdef CS_CENSUS_COMMON_PATH  // examples/kernel_census: the test and branch, without the body
+  if (again != 0 || r.v[7] >= curve_p(7)) __trap();
+#else
   if (again != 0 || r.v[7] >= curve_p(7)) r = fe_reduce_rare(r, again);
+#endif
 }
 
 // Reduces a 512-bit product modulo p: the generated column sums, one signed carry pass, then the

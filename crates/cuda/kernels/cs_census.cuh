@@ -87,3 +87,17 @@ CENSUS_KERNEL(census_pt_add_affine) {
   pt_add_affine(R, Q, false);
   CENSUS_STORE(R.X, OUTW(0)) CENSUS_STORE(R.Y, OUTW(1)) CENSUS_STORE(R.Z, OUTW(2))
 }
+
+// The window's addition of a table entry on the common Z (Jacobian walk), with its inlined
+// doubling for R = Q.
+CENSUS_KERNEL(census_pt_add_coz) {
+  const u32 i = threadIdx.x;
+  jpt R;
+  apt Q;
+  coz_basis B;
+  CENSUS_LOAD(R.X, OPND(0)) CENSUS_LOAD(R.Y, OPND(1)) CENSUS_LOAD(R.Z, OPND(2))
+  CENSUS_LOAD(Q.x, OPND(3)) CENSUS_LOAD(Q.y, OPND(4))
+  CENSUS_LOAD(B.lam, OPND(5)) CENSUS_LOAD(B.lam2, OPND(6)) CENSUS_LOAD(B.lam3, OPND(7))
+  pt_add_coz<false>(R, nullptr, Q, B, nullptr);
+  CENSUS_STORE(R.X, OUTW(0)) CENSUS_STORE(R.Y, OUTW(1)) CENSUS_STORE(R.Z, OUTW(2))
+}
