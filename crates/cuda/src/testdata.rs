@@ -3,6 +3,7 @@
 //! independent implementation), about a tenth corrupted in varied ways, and hand-built edge cases.
 //! Verdicts always come from the reference verifier, never from how a record was made.
 
+use crate::codegen::{words_from_be, Words};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
@@ -405,4 +406,34 @@ pub fn message_batch(
         });
     }
     b
+}
+
+/// A point's affine coordinates as the kernels hold them: 8 little-endian words each.
+pub fn affine_words(pt: &sm2::AffinePoint) -> (Words, Words) {
+    use sm2::elliptic_curve::sec1::ToSec1Point;
+    let enc = pt.to_sec1_point(false);
+    let bytes = enc.as_bytes();
+    (
+        words_from_be(bytes[1..33].try_into().expect("32 bytes")),
+        words_from_be(bytes[33..65].try_into().expect("32 bytes")),
+    )
+}
+
+/// Entry (j, m) of P's fixed-base table in signed windows of `bits` bits, m·2^(bits·j)·P, by
+/// RustCrypto: its index in the table and the 16 words the kernels store there (x, then y).
+pub fn table_entry_reference(
+    p: &sm2::ProjectivePoint,
+    bits: usize,
+    j: usize,
+    m: usize,
+) -> (usize, [u32; 16]) {
+    let mut k = Scalar::from(m as u64);
+    for _ in 0..bits * j {
+        k = k + k;
+    }
+    let (x, y) = affine_words(&(*p * k).to_affine());
+    let mut words = [0u32; 16];
+    words[..8].copy_from_slice(&x);
+    words[8..].copy_from_slice(&y);
+    (j * (1 << (bits - 1)) + m - 1, words)
 }

@@ -4,7 +4,7 @@
 
 use chainsig_cuda::codegen::{ge, sub, words_from_be, Words};
 use chainsig_cuda::host;
-use chainsig_cuda::testdata::{generate, reference_verify};
+use chainsig_cuda::testdata::{affine_words, generate, reference_verify, table_entry_reference};
 use chainsig_cuda::{Inversion, Mode};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -283,7 +283,6 @@ fn decompression_recovers_keys_and_rejects_non_points() {
 
 #[test]
 fn fixed_base_table_matches_reference_multiples() {
-    use sm2::elliptic_curve::sec1::ToSec1Point;
     let t = gtable();
     assert_eq!(t.len(), host::GTABLE_WORDS);
     let w = host::GTABLE_BITS;
@@ -300,18 +299,8 @@ fn fixed_base_table_matches_reference_multiples() {
         (windows - 1, 1),
         (windows - 1, half),
     ] {
-        let mut k = sm2::Scalar::from(m as u64);
-        for _ in 0..w * j {
-            k = k + k;
-        }
-        let pt = (sm2::ProjectivePoint::GENERATOR * k).to_affine();
-        let enc = pt.to_sec1_point(false);
-        let bytes = enc.as_bytes();
-        let x = words_from_be(bytes[1..33].try_into().unwrap());
-        let y = words_from_be(bytes[33..65].try_into().unwrap());
-        let idx = (j * half + m - 1) * 16;
-        assert_eq!(&t[idx..idx + 8], &x, "x of entry ({j}, {m})");
-        assert_eq!(&t[idx + 8..idx + 16], &y, "y of entry ({j}, {m})");
+        let (idx, want) = table_entry_reference(&sm2::ProjectivePoint::GENERATOR, w, j, m);
+        assert_eq!(&t[idx * 16..idx * 16 + 16], &want, "entry ({j}, {m})");
     }
 }
 
@@ -404,7 +393,6 @@ fn multiplication_counts_per_mode() {
 #[test]
 fn window_walks_match_reference_scalar_multiplication() {
     use sm2::elliptic_curve::ff::PrimeField;
-    use sm2::elliptic_curve::sec1::ToSec1Point;
     let n = words_from_be(&chainsig_core::curve::SM2.n);
     let be_of = |w: &Words| -> [u8; 32] {
         let mut be = [0u8; 32];
@@ -412,14 +400,6 @@ fn window_walks_match_reference_scalar_multiplication() {
             be[28 - 4 * j..32 - 4 * j].copy_from_slice(&word.to_be_bytes());
         }
         be
-    };
-    let affine_words = |pt: sm2::AffinePoint| -> (Words, Words) {
-        let enc = pt.to_sec1_point(false);
-        let bytes = enc.as_bytes();
-        (
-            words_from_be(bytes[1..33].try_into().unwrap()),
-            words_from_be(bytes[33..65].try_into().unwrap()),
-        )
     };
     let mut rng = ChaCha20Rng::seed_from_u64(0x77a1);
     let mut scalars: Vec<Words> = Vec::new();
@@ -455,9 +435,9 @@ fn window_walks_match_reference_scalar_multiplication() {
         d[0] |= 1;
         let d = sm2::Scalar::from_repr(be_of(&d).into()).unwrap();
         let p_pt = (sm2::ProjectivePoint::GENERATOR * d).to_affine();
-        let (px, py) = affine_words(p_pt);
+        let (px, py) = affine_words(&p_pt);
         let k = sm2::Scalar::from_repr(be_of(t).into()).unwrap();
-        let want = affine_words((sm2::ProjectivePoint::from(p_pt) * k).to_affine());
+        let want = affine_words(&(sm2::ProjectivePoint::from(p_pt) * k).to_affine());
         for modified in [false, true] {
             let got = host::mul_window(modified, t, &px, &py);
             assert_eq!(
