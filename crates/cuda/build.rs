@@ -14,6 +14,7 @@ fn main() {
         "cs_verify.cuh",
         "cs_sm3.cuh",
         "host_shim.cpp",
+        "host_lanes.cpp",
         "../src/codegen.rs",
     ] {
         println!("cargo:rerun-if-changed=kernels/{f}");
@@ -28,4 +29,26 @@ fn main() {
         .flag_if_supported("-O2")
         .warnings(false)
         .compile("chainsig_cuda_host");
+    // The pair and quad kernels' lanes, emulated on the host (host_lanes.cpp), once per lane count.
+    for (lanes, quad) in [(2, false), (4, true)] {
+        let mut build = cc::Build::new();
+        build
+            .cpp(true)
+            .file("kernels/host_lanes.cpp")
+            .include(&out)
+            .include("kernels")
+            .define("CS_HOST_LANES", "1")
+            .define("CS_PAIR", "1")
+            .define(
+                "CS_LANES_ENTRY",
+                format!("cs_host_verify_lanes{lanes}").as_str(),
+            )
+            .flag_if_supported("-std=c++17")
+            .flag_if_supported("-O2")
+            .warnings(false);
+        if quad {
+            build.define("CS_QUAD", "1");
+        }
+        build.compile(&format!("chainsig_cuda_lanes{lanes}"));
+    }
 }

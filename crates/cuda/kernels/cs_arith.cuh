@@ -561,16 +561,18 @@ CS_FN void fe_sqr(fe& r, const fe& a) {
 // each forms one product and they swap results, which halves the chain of dependent
 // multiplications per signature. Both lanes end every step with identical values, so they always
 // take the same branches and the pair stays converged for its shuffles.
-#if defined(__CUDA_ARCH__) && defined(CS_PAIR)
+// The lane forms run on the GPU, and on the host under CS_HOST_LANES, where host_lanes.cpp
+// emulates the lanes and their shuffles so that CI checks them too.
+#if (defined(__CUDA_ARCH__) || defined(CS_HOST_LANES)) && defined(CS_PAIR)
 #if defined(CS_QUAD)
 #define CS_LANES 4  // a quad: two pairs, which run the steps of two as pairs
 #else
 #define CS_LANES 2
 #endif
-__device__ __forceinline__ bool pair_upper() { return (threadIdx.x & 1u) != 0; }
+CS_LANE_FN bool pair_upper() { return (threadIdx.x & 1u) != 0; }
 
 // Lane 0's r0 and lane 1's r1 are in p; each lane takes the other's from its partner.
-__device__ __forceinline__ void pair_swap_results(fe& r0, fe& r1, const fe& p) {
+CS_LANE_FN void pair_swap_results(fe& r0, fe& r1, const fe& p) {
   const u32 mask = 3u << (threadIdx.x & 30u);
   const bool upper = pair_upper();
 #pragma unroll
@@ -582,7 +584,7 @@ __device__ __forceinline__ void pair_swap_results(fe& r0, fe& r1, const fe& p) {
 }
 
 // x = the operand of this lane's product: a0 on lane 0, a1 on lane 1.
-__device__ __forceinline__ void pair_pick(fe& x, const fe& a0, const fe& a1) {
+CS_LANE_FN void pair_pick(fe& x, const fe& a0, const fe& a1) {
   const bool upper = pair_upper();
 #pragma unroll
   for (int j = 0; j < 8; j++) x.v[j] = upper ? a1.v[j] : a0.v[j];

@@ -22,6 +22,14 @@ typedef long long i64;
 #define CS_DBL_FN CS_FN
 #endif
 
+// The lane helpers of the pair and quad kernels (cs_arith.cuh): device code, or plain functions in
+// the host's lane emulation (host_lanes.cpp).
+#if defined(CS_HOST_LANES)
+#define CS_LANE_FN static inline
+#else
+#define CS_LANE_FN __device__ __forceinline__
+#endif
+
 #if defined(__CUDA_ARCH__) && !defined(CS_PORTABLE)
 #define CS_PTX 1
 #else

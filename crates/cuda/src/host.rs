@@ -34,6 +34,22 @@ mod ffi {
             parity: u32,
             gtab: *const u32,
         ) -> i32;
+        pub fn cs_host_verify_lanes2(
+            e: *const u32,
+            r: *const u32,
+            s: *const u32,
+            px: *const u32,
+            py: *const u32,
+            gtab: *const u32,
+        ) -> i32;
+        pub fn cs_host_verify_lanes4(
+            e: *const u32,
+            r: *const u32,
+            s: *const u32,
+            px: *const u32,
+            py: *const u32,
+            gtab: *const u32,
+        ) -> i32;
         pub fn cs_host_mul_count() -> u64;
         pub fn cs_host_mul_count_reset();
         pub fn cs_host_fe_mul(a: *const u32, b: *const u32, r: *mut u32);
@@ -143,6 +159,30 @@ pub fn mul_window(modified: bool, t: &Words, px: &Words, py: &Words) -> Option<(
         )
     };
     (finite == 1).then_some((x, y))
+}
+
+/// The fast mode's verification (full key) as the pair (`lanes` = 2) or quad (4) kernels run it,
+/// each lane on an emulated lane of its own with the kernels' shuffles between them
+/// (kernels/host_lanes.cpp). None when the lanes reach different verdicts.
+pub fn verify_lanes(lanes: u32, rec: &HostRecord, gtab: &[u32]) -> Option<bool> {
+    assert_eq!(gtab.len(), GTABLE_WORDS, "G table has the wrong size");
+    let f = match lanes {
+        2 => ffi::cs_host_verify_lanes2,
+        4 => ffi::cs_host_verify_lanes4,
+        _ => panic!("the lane kernels have 2 or 4 lanes, not {lanes}"),
+    };
+    // SAFETY: 8-word operands and a table of GTABLE_WORDS words, only read.
+    let v = unsafe {
+        f(
+            rec.e.as_ptr(),
+            rec.r.as_ptr(),
+            rec.s.as_ptr(),
+            rec.px.as_ptr(),
+            rec.py.as_ptr(),
+            gtab.as_ptr(),
+        )
+    };
+    (v >= 0).then_some(v == 1)
 }
 
 /// Field multiplications done by this thread's host arithmetic since the last reset.
