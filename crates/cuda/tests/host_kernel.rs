@@ -468,5 +468,5 @@ fn lane_pairs_and_quads_decide_as_the_reference_decides() {
         }
         valid += usize::from(*want);
     }
-    assert!(valid >= 15 && valid < 40, "{valid} valid of 40");
+    assert!((15..40).contains(&valid), "{valid} valid of 40");
 }
