@@ -15,6 +15,7 @@ fn main() {
         "cs_sm3.cuh",
         "host_shim.cpp",
         "host_lanes.cpp",
+        "host_io.h",
         "../src/codegen.rs",
     ] {
         println!("cargo:rerun-if-changed=kernels/{f}");

@@ -10,9 +10,7 @@ thread_local unsigned long long cs_mul_count = 0;
 
 #include <vector>
 
-static void load8(fe& a, const u32* w) {
-  for (int i = 0; i < 8; i++) a.v[i] = w[i];
-}
+#include "host_io.h"
 
 // Fills the fixed-base table of the affine point B in signed W-bit windows (CS_TAB_ENTRIES(W)
 // entries of 16 words; layout in cs_verify.cuh): Jacobian multiples made affine with one shared
@@ -61,13 +59,7 @@ extern "C" {
 // Verifies one signature; operands are 8 little-endian words each. Returns 1 for valid.
 int cs_host_verify(int mode, int inv, int compress, const u32* e, const u32* r, const u32* s,
                    const u32* px, const u32* py, u32 parity, const u32* gtab) {
-  sig_in in;
-  load8(in.e, e);
-  load8(in.r, r);
-  load8(in.s, s);
-  load8(in.px, px);
-  load8(in.py, py);
-  in.parity = parity;
+  const sig_in in = load_sig(e, r, s, px, py, parity);
 #define CS_CASE(M, I, C) \
   if (mode == M && inv == I && compress == C) return cs_verify<M, I, C>(in, gtab) ? 1 : 0;
   CS_CASE(0, 0, 0) CS_CASE(0, 0, 1) CS_CASE(0, 1, 0) CS_CASE(0, 1, 1)

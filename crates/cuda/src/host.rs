@@ -251,13 +251,18 @@ pub fn table_words_compiled() -> (usize, usize) {
     (g as usize, k as usize)
 }
 
-/// Builds G's fixed-base table m·2^(13j)·G and checks that every entry lies on the curve.
-pub fn build_gtable() -> Result<Vec<u32>, String> {
+/// The buffers below are sized by this file's constants and filled by the C++ side: they must agree.
+fn assert_table_sizes_agree() {
     assert_eq!(
         table_words_compiled(),
         (GTABLE_WORDS, KTABLE_WORDS),
         "host.rs and cs_verify.cuh disagree on the table sizes"
     );
+}
+
+/// Builds G's fixed-base table m·2^(13j)·G and checks that every entry lies on the curve.
+pub fn build_gtable() -> Result<Vec<u32>, String> {
+    assert_table_sizes_agree();
     let mut t = vec![0u32; GTABLE_WORDS];
     // SAFETY: the buffer holds exactly the GTABLE_WORDS words the routine writes.
     unsafe { ffi::cs_host_build_gtable(t.as_mut_ptr()) };
@@ -271,11 +276,7 @@ pub fn build_key_table(x: &Words, y: &Words) -> Result<Vec<u32>, String> {
     if !on_curve(x, y) {
         return Err("the public key is not a point of the curve".into());
     }
-    assert_eq!(
-        table_words_compiled(),
-        (GTABLE_WORDS, KTABLE_WORDS),
-        "host.rs and cs_verify.cuh disagree on the table sizes"
-    );
+    assert_table_sizes_agree();
     let mut t = vec![0u32; KTABLE_WORDS];
     // SAFETY: 8-word inputs; the buffer holds exactly the KTABLE_WORDS words the routine writes.
     unsafe { ffi::cs_host_build_key_table(x.as_ptr(), y.as_ptr(), t.as_mut_ptr()) };

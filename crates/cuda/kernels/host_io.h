@@ -1,0 +1,20 @@
+// Operands from the host's C ABI (8 little-endian words each) into the kernels' types, shared by
+// the host builds (host_shim.cpp, host_lanes.cpp). Include after cs_verify.cuh.
+#pragma once
+
+static void load8(fe& a, const u32* w) {
+  for (int i = 0; i < 8; i++) a.v[i] = w[i];
+}
+
+// One signature's operands as cs_verify takes them.
+static sig_in load_sig(const u32* e, const u32* r, const u32* s, const u32* px, const u32* py,
+                       u32 parity) {
+  sig_in in;
+  load8(in.e, e);
+  load8(in.r, r);
+  load8(in.s, s);
+  load8(in.px, px);
+  load8(in.py, py);
+  in.parity = parity;
+  return in;
+}
