@@ -144,15 +144,32 @@ CS_FN void fe_add(fe& r, const fe& a, const fe& b) {
   add_mod(r, a, b, p);
 }
 
-CS_FN void fe_sub(fe& r, const fe& a, const fe& b) {
-  fe t, p;
-  CS_LOAD_CONST(p, curve_p);
+// The two moduli of the kernels: the field prime p and the group order n (ECDSA's scalars, and
+// the scalar inversion by Euclid). A template argument keeps the modulus' words immediates.
+#define CS_MOD_P 0
+#define CS_MOD_N 1
+
+template <int MOD>
+CS_FN void mod_load(fe& m) {
+  if (MOD == CS_MOD_N)
+    CS_LOAD_CONST(m, curve_n);
+  else
+    CS_LOAD_CONST(m, curve_p);
+}
+
+// r = a - b mod m for a, b < m.
+template <int MOD>
+CS_FN void sub_mod(fe& r, const fe& a, const fe& b) {
+  fe t, m;
+  mod_load<MOD>(m);
   u32 bw = u256_sub(t.v, a.v, b.v);
   u32 mask = 0u - bw;
 #pragma unroll
-  for (int i = 0; i < 8; i++) p.v[i] &= mask;
-  u256_add(r.v, t.v, p.v);
+  for (int i = 0; i < 8; i++) m.v[i] &= mask;
+  u256_add(r.v, t.v, m.v);
 }
+
+CS_FN void fe_sub(fe& r, const fe& a, const fe& b) { sub_mod<CS_MOD_P>(r, a, b); }
 
 CS_FN void fe_neg(fe& r, const fe& a) {
   fe z;
@@ -204,7 +221,7 @@ CS_FN void fe_reduce_wide(fe& r, const u32 t[16]) {
     r.v[j] = (u32)x;
     carry = x >> 32;  // arithmetic shift: floor division by 2^32
   }
-  fe_fold_carry(r, (u32)carry);
+  fe_fold_carry(r, (u32)(carry + CS_REDUCE_BIAS));  // the bias of negative rows (P-256), else 0
 }
 
 // r = K a mod p for a small constant K (3, 4 or 8 in the point formulas) and a < p: one pass of
@@ -734,15 +751,16 @@ CS_FN void u256_shr1(fe& a, u32 top) {
 #endif
 }
 
-// x / 2 mod p.
-CS_FN void fe_half(fe& x) {
-  fe p, t;
-  CS_LOAD_CONST(p, curve_p);
+// x / 2 mod m (m odd).
+template <int MOD>
+CS_FN void half_mod(fe& x) {
+  fe m, t;
+  mod_load<MOD>(m);
   u32 odd = x.v[0] & 1;
   u32 mask = 0u - odd;
 #pragma unroll
-  for (int i = 0; i < 8; i++) p.v[i] &= mask;
-  u32 c = u256_add(t.v, x.v, p.v);
+  for (int i = 0; i < 8; i++) m.v[i] &= mask;
+  u32 c = u256_add(t.v, x.v, m.v);
   u256_shr1(t, c);
   fe_copy(x, t);
 }
@@ -754,33 +772,34 @@ CS_FN bool fe_is_one(const fe& a) {
   return acc == 0;
 }
 
-// Binary extended Euclid: a^-1 mod p for a != 0 (returns 0 for 0).
-CS_NOINLINE void fe_inv_euclid(fe& r, const fe& a) {
+// Binary extended Euclid: a^-1 mod m (p or n, both prime) for 0 < a < m (returns 0 for 0).
+template <int MOD>
+CS_NOINLINE void inv_euclid_mod(fe& r, const fe& a) {
   if (fe_is_zero(a)) {
     fe_set_word(r, 0);
     return;
   }
   fe u, v, x1, x2;
   fe_copy(u, a);
-  CS_LOAD_CONST(v, curve_p);
+  mod_load<MOD>(v);
   fe_set_word(x1, 1);
   fe_set_word(x2, 0);
   while (!fe_is_one(u) && !fe_is_one(v)) {
     while ((u.v[0] & 1) == 0) {
       u256_shr1(u, 0);
-      fe_half(x1);
+      half_mod<MOD>(x1);
     }
     while ((v.v[0] & 1) == 0) {
       u256_shr1(v, 0);
-      fe_half(x2);
+      half_mod<MOD>(x2);
     }
     fe d;
     if (u256_sub(d.v, u.v, v.v) == 0) {
       fe_copy(u, d);
-      fe_sub(x1, x1, x2);
+      sub_mod<MOD>(x1, x1, x2);
     } else {
       u256_sub(v.v, v.v, u.v);
-      fe_sub(x2, x2, x1);
+      sub_mod<MOD>(x2, x2, x1);
     }
   }
   if (fe_is_one(u))
@@ -788,6 +807,8 @@ CS_NOINLINE void fe_inv_euclid(fe& r, const fe& a) {
   else
     fe_copy(r, x2);
 }
+
+CS_FN void fe_inv_euclid(fe& r, const fe& a) { inv_euclid_mod<CS_MOD_P>(r, a); }
 
 CS_FN void fe_inv_fermat(fe& r, const fe& a) { fe_pow_inv(r, a); }
 

@@ -95,6 +95,33 @@ __device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 
     cs_verify_entry<M, I, C, L>(in, stride, count, gtab, out);                             \
   }
 
+// ECDSA (kernels/cs_ecdsa.cuh) over the column-major rows e, r, s, px, py of full keys, the
+// layout of chainsig_core::Batch; one thread per signature.
+template <int LOW_S>
+__device__ __forceinline__ void cs_verify_ecdsa_entry(const u32* __restrict__ in, u32 stride,
+                                                      u32 count, const u32* __restrict__ gtab,
+                                                      unsigned long long* __restrict__ out) {
+  const u32 i = cs_item();
+  bool ok = false;
+  if (i < count) {
+    fe e, r, s;
+    apt Q;
+    cs_load_column(e, in, stride, 0, i);
+    cs_load_column(r, in, stride, 8, i);
+    cs_load_column(s, in, stride, 16, i);
+    cs_load_column(Q.x, in, stride, 24, i);
+    cs_load_column(Q.y, in, stride, 32, i);
+    ok = cs_verify_ecdsa<LOW_S>(e, r, s, Q, gtab);
+  }
+  cs_write_verdicts(ok, out, blockDim.x);
+}
+
+#define CS_INSTANTIATE_ECDSA(name, LOW_S)                                                  \
+  extern "C" __global__ void name(const u32* in, u32 stride, u32 count, const u32* gtab,   \
+                                  unsigned long long* out) {                               \
+    cs_verify_ecdsa_entry<LOW_S>(in, stride, count, gtab, out);                            \
+  }
+
 // Known signers: column-major rows e, r, s (8 words each), then the signer's index into ktabs,
 // which holds one fixed-base table (CS_KTABLE_WORDS words) per signer.
 #define CS_SIGNED_ROWS 25

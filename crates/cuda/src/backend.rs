@@ -580,9 +580,9 @@ impl Engine {
         };
         // A product miscompiled for this device must never produce a verdict: check the kernel's
         // field arithmetic against the host build before accepting work.
-        let (a, b) = host::field_check_inputs(SELF_TEST_ITEMS, 0x5e1f_7e57);
+        let (a, b) = host::field_check_inputs(host::HostCurve::Sm2, SELF_TEST_ITEMS, 0x5e1f_7e57);
         let got = engine.field_check(&a, &b)?;
-        if let Some(diff) = host::field_check_compare(&a, &b, &got).first() {
+        if let Some(diff) = host::field_check_compare(host::HostCurve::Sm2, &a, &b, &got).first() {
             return Err(unavailable(format!(
                 "the GPU's field arithmetic disagrees with the host build ({}): {diff}",
                 cfg.kernel.name()

@@ -85,6 +85,35 @@ fn shr2(a: &Words) -> Words {
     out
 }
 
+/// ⌊a / 2⌋.
+fn shr1(a: &Words) -> Words {
+    let mut out = [0u32; 8];
+    for j in 0..8 {
+        let hi = if j < 7 { a[j + 1] } else { 0 };
+        out[j] = (a[j] >> 1) | (hi << 31);
+    }
+    out
+}
+
+/// R² mod m for R = 2^256 and an odd m > 2^255: the Montgomery form of x is x·R, reached by one
+/// Montgomery product with R².
+pub fn montgomery_r2(m: &Words) -> Words {
+    let mut v = sub(&[0u32; 8], m); // 2^256 mod m, as m > 2^255
+    for _ in 0..256 {
+        v = double_mod(&v, m);
+    }
+    v
+}
+
+/// −m⁻¹ mod 2^32 for odd m (Newton's iteration doubles the correct low bits each step).
+pub fn neg_inverse_mod_2_32(m: u32) -> u32 {
+    let mut inv = 1u32;
+    for _ in 0..5 {
+        inv = inv.wrapping_mul(2u32.wrapping_sub(m.wrapping_mul(inv)));
+    }
+    inv.wrapping_neg()
+}
+
 /// Balanced base-2^32 digits of a value below 2^256, or None if a ninth digit would be needed.
 fn balanced_digits(v: &Words) -> Option<[i64; 8]> {
     let mut d = [0i64; 8];
@@ -111,14 +140,65 @@ impl std::fmt::Display for CodegenError {
     }
 }
 
-/// The reduction table: row k holds the signed digits of 2^(32(8+k)) mod p.
-pub fn reduction_table(p: &Words) -> Result<[[i64; 8]; 8], CodegenError> {
+/// How `fe_reduce_wide` folds a 512-bit product for one prime: row k holds the signed base-2^32
+/// digits of a representative of 2^(32(8+k)) mod p, the residue itself or, where only that fits
+/// eight digits (P-256's top word is 2^32 − 1), the residue minus p. A negative row could make the
+/// column total negative; then `bias` times p is added: the columns carry the digits of
+/// −bias·(2^256 − p) (`bias_digits`) and the top carry starts at `bias`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reduction {
+    pub rows: [[i64; 8]; 8],
+    pub bias: u32,
+    pub bias_digits: [i64; 8],
+    /// The largest top carry the column sums and the carry pass leave ([`top_carry_bound`]).
+    pub top_carry_max: u32,
+}
+
+/// Balanced digits of the negative value v − 2^256 (v < 2^256 read as its two's complement), or
+/// None if they need a ninth digit.
+fn balanced_digits_negative(v: &Words) -> Option<[i64; 8]> {
+    let mut d = [0i64; 8];
+    let mut carry = 0i64;
+    for j in 0..8 {
+        let mut x = v[j] as i64 + carry;
+        carry = 0;
+        if x >= 1 << 31 {
+            x -= 1 << 32;
+            carry = 1;
+        }
+        d[j] = x;
+    }
+    // The digits hold v − carry·2^256, which is v − 2^256 exactly when the top carried out.
+    (carry == 1).then_some(d)
+}
+
+/// An upper bound on ⌈(2^32 − 1)·d / p⌉ for d < p: how many times p covers one negative row's
+/// largest contribution, from the top 64 bits of both (p ≥ 2^255).
+fn bias_for(d: &Words, p: &Words) -> u32 {
+    let top = |w: &Words| (u64::from(w[7]) << 32) | u64::from(w[6]);
+    let num = (1u128 << 32) * (u128::from(top(d)) + 1);
+    num.div_ceil(u128::from(top(p))) as u32
+}
+
+/// The reduction for prime p, checked: digits small enough for 64-bit column sums, and top carries
+/// that fold in without overflow.
+pub fn reduction(p: &Words) -> Result<Reduction, CodegenError> {
     // 2^256 mod p = 2^256 − p, valid because p > 2^255.
-    let mut v = sub(&[0u32; 8], p);
+    let k = sub(&[0u32; 8], p);
+    let mut v = k;
     let mut rows = [[0i64; 8]; 8];
-    for (k, row) in rows.iter_mut().enumerate() {
-        *row = balanced_digits(&v)
-            .ok_or_else(|| CodegenError(format!("2^(32*{}) mod p needs a ninth digit", 8 + k)))?;
+    let mut bias = 0u32;
+    for (i, row) in rows.iter_mut().enumerate() {
+        *row = match balanced_digits(&v) {
+            Some(d) => d,
+            None => {
+                let d = balanced_digits_negative(&sub(&v, p)).ok_or_else(|| {
+                    CodegenError(format!("2^(32*{}) mod p needs a ninth digit", 8 + i))
+                })?;
+                bias += bias_for(&sub(p, &v), p);
+                d
+            }
+        };
         for _ in 0..32 {
             v = double_mod(&v, p);
         }
@@ -131,21 +211,47 @@ pub fn reduction_table(p: &Words) -> Result<[[i64; 8]; 8], CodegenError> {
             )));
         }
     }
-    top_carry_bound(&rows, p)?;
-    Ok(rows)
+    // −bias·K in digits: bias·K must stay below 2^255 to have eight of them.
+    let mut bk = [0u32; 8];
+    let mut carry = 0u64;
+    for j in 0..8 {
+        let x = u64::from(k[j]) * u64::from(bias) + carry;
+        bk[j] = x as u32;
+        carry = x >> 32;
+    }
+    let bias_digits = balanced_digits(&bk)
+        .filter(|_| carry == 0)
+        .ok_or_else(|| {
+            CodegenError(format!(
+                "the reduction's bias {bias}·(2^256 − p) is too large"
+            ))
+        })?
+        .map(|d| -d);
+    let top_carry_max = top_carry_bound(&rows, bias, p)?;
+    Ok(Reduction {
+        rows,
+        bias,
+        bias_digits,
+        top_carry_max,
+    })
 }
 
 /// The largest top carry c the column sums and one carry pass can leave, checked against what the
 /// two folds of `fe_reduce_wide` need.
 ///
-/// Each row holds digits of a residue in [0, p), so the column total is a non-negative integer and
-/// c = ⌊total / 2^256⌋ ≥ 0. Column j is at most (1 + P_j)(2^32 − 1), P_j the sum of its positive
-/// digits, so the columns below 7 add less than 2^256 (each P_j < 2^28) and c ≤ 1 + P_7. With K =
-/// 2^256 − p: r + c·K < 2^256 + c·K carries out at most 1 when c·K < 2^256, and after such a carry
-/// the remainder is below c·K, so adding K once more stays below 2^256 when (c + 1)·K ≤ 2^256.
-pub fn top_carry_bound(rows: &[[i64; 8]; 8], p: &Words) -> Result<u32, CodegenError> {
+/// With the bias, the value the columns hold plus bias·p is non-negative (`bias_for` covers every
+/// negative row at its largest), so c = bias + ⌊columns / 2^256⌋ ≥ 0. Column j is at most
+/// (1 + P_j)(2^32 − 1), P_j the sum of its positive digits, plus a bias digit below 2^31, so the
+/// columns below 7 add less than 2^256 (each P_j < 2^28): c ≤ 1 + P_7 without a bias, one more and
+/// the bias with one. With K = 2^256 − p: r + c·K < 2^256 + c·K carries out at most 1 when
+/// c·K < 2^256, and after such a carry the remainder is below c·K, so adding K once more stays
+/// below 2^256 when (c + 1)·K ≤ 2^256.
+pub fn top_carry_bound(rows: &[[i64; 8]; 8], bias: u32, p: &Words) -> Result<u32, CodegenError> {
     let positive_top: i64 = rows.iter().map(|r| r[7].max(0)).sum();
-    let bound = 1 + positive_top as u64;
+    let mut bound = 1 + positive_top as u64;
+    if bias > 0 {
+        bound += 1 + u64::from(bias);
+    }
     let k = sub(&[0u32; 8], p);
     let k_bits = (0..8)
         .rev()
@@ -211,7 +317,7 @@ pub fn curve_header(c: &CurveParams) -> Result<String, CodegenError> {
             c.name
         )));
     }
-    let rows = reduction_table(&p)?;
+    let plan = reduction(&p)?;
     let sqrt_exp = shr2(&add_small(&p, 1));
     let inv_exp = sub(&p, &[2, 0, 0, 0, 0, 0, 0, 0]);
 
@@ -232,6 +338,14 @@ pub fn curve_header(c: &CurveParams) -> Result<String, CodegenError> {
     emit_word_fn(&mut out, "curve_inv_exp", &inv_exp);
     let k = sub(&[0u32; 8], &p);
     emit_word_fn(&mut out, "curve_k", &k);
+    // ECDSA's scalars (kernels/cs_ecdsa.cuh): Montgomery products modulo n with R = 2^256.
+    emit_word_fn(&mut out, "curve_n_half", &shr1(&n));
+    emit_word_fn(&mut out, "curve_n_r2", &montgomery_r2(&n));
+    let _ = writeln!(
+        out,
+        "#define CS_N0INV 0x{:08x}u",
+        neg_inverse_mod_2_32(n[0])
+    );
 
     // Column sums of the wide product t[0..16): acc_j = t_j + sum_k rows[k][j] * t_{8+k}.
     let _ = writeln!(
@@ -240,7 +354,7 @@ pub fn curve_header(c: &CurveParams) -> Result<String, CodegenError> {
     );
     for j in 0..8 {
         let _ = write!(out, "  acc[{j}] = (i64)t[{j}];");
-        for (k, row) in rows.iter().enumerate() {
+        for (k, row) in plan.rows.iter().enumerate() {
             emit_term(
                 &mut out,
                 &format!("acc[{j}]"),
@@ -248,12 +362,15 @@ pub fn curve_header(c: &CurveParams) -> Result<String, CodegenError> {
                 &format!("t[{}]", 8 + k),
             );
         }
+        if plan.bias_digits[j] != 0 {
+            let _ = write!(out, " acc[{j}] += {}ll;", plan.bias_digits[j]);
+        }
         let _ = writeln!(out);
     }
     let _ = writeln!(out, "}}");
+    let _ = writeln!(out, "#define CS_REDUCE_BIAS {}", plan.bias);
     // Adding c·K (K = 2^256 − p) to r by 32-bit multiply-adds; returns the carry out (0 or 1).
-    let bound = top_carry_bound(&rows, &p)?;
-    let _ = writeln!(out, "#define CS_TOP_CARRY_MAX {bound}u");
+    let _ = writeln!(out, "#define CS_TOP_CARRY_MAX {}u", plan.top_carry_max);
     let _ = writeln!(out, "CS_FN u32 curve_fold_top(u32 c, u32 r[8]) {{");
     let _ = writeln!(out, "  u64 x = 0;");
     for (j, word) in k.iter().enumerate() {

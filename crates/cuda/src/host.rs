@@ -77,6 +77,125 @@ mod ffi {
             y: *mut u32,
         ) -> i32;
         pub fn cs_host_sm3_e(za: *const u32, msg: *const u8, len: u32, e: *mut u32);
+        // kernels/host_ecdsa.cpp: the same kernels compiled for P-256.
+        pub fn cs_p256_verify_ecdsa(
+            low_s: i32,
+            e: *const u32,
+            r: *const u32,
+            s: *const u32,
+            px: *const u32,
+            py: *const u32,
+            gtab: *const u32,
+        ) -> i32;
+        pub fn cs_p256_scalar_op(op: i32, a: *const u32, b: *const u32, r: *mut u32);
+        pub fn cs_p256_fe_mul(a: *const u32, b: *const u32, r: *mut u32);
+        pub fn cs_p256_reduce_wide(t: *const u32, r: *mut u32);
+        pub fn cs_p256_build_gtable(out: *mut u32);
+        pub fn cs_p256_on_curve(x: *const u32, y: *const u32) -> i32;
+    }
+}
+
+/// The curves the host builds of the kernels are compiled for: SM2 (kernels/host_shim.cpp, every
+/// routine) and P-256 (kernels/host_ecdsa.cpp, the ECDSA path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostCurve {
+    Sm2,
+    P256,
+}
+
+impl HostCurve {
+    pub fn params(self) -> &'static chainsig_core::curve::CurveParams {
+        match self {
+            HostCurve::Sm2 => &chainsig_core::curve::SM2,
+            HostCurve::P256 => &chainsig_core::curve::P256,
+        }
+    }
+
+    /// a·b mod p by this curve's build of the kernels' field product.
+    pub fn fe_mul(self, a: &Words, b: &Words) -> Words {
+        match self {
+            HostCurve::Sm2 => fe_mul(a, b),
+            HostCurve::P256 => p256::fe_mul(a, b),
+        }
+    }
+
+    /// Whether (x, y) is on this curve, by its build's arithmetic.
+    pub fn on_curve(self, x: &Words, y: &Words) -> bool {
+        match self {
+            HostCurve::Sm2 => on_curve(x, y),
+            HostCurve::P256 => p256::on_curve(x, y),
+        }
+    }
+}
+
+/// The kernels' ECDSA path compiled for P-256 (kernels/host_ecdsa.cpp).
+pub mod p256 {
+    use super::{entries_on_curve, ffi, HostCurve, Words, GTABLE_WORDS};
+
+    /// Runs the kernels' `cs_verify_ecdsa` on the CPU; `gtab` is P-256's [`build_gtable`].
+    pub fn verify(low_s: bool, rec: &super::HostRecord, gtab: &[u32]) -> bool {
+        assert_eq!(gtab.len(), GTABLE_WORDS, "G table has the wrong size");
+        // SAFETY: 8-word operands and a table of GTABLE_WORDS words, only read.
+        unsafe {
+            ffi::cs_p256_verify_ecdsa(
+                i32::from(low_s),
+                rec.e.as_ptr(),
+                rec.r.as_ptr(),
+                rec.s.as_ptr(),
+                rec.px.as_ptr(),
+                rec.py.as_ptr(),
+                gtab.as_ptr(),
+            ) == 1
+        }
+    }
+
+    fn scalar_op(op: i32, a: &Words, b: &Words) -> Words {
+        let mut r = [0u32; 8];
+        // SAFETY: 8-word inputs and output.
+        unsafe { ffi::cs_p256_scalar_op(op, a.as_ptr(), b.as_ptr(), r.as_mut_ptr()) };
+        r
+    }
+
+    /// a·b mod n by the kernels' Montgomery products, for a, b < n.
+    pub fn scalar_mul(a: &Words, b: &Words) -> Words {
+        scalar_op(0, a, b)
+    }
+
+    /// a⁻¹ mod n by the kernels' binary Euclid, for 0 < a < n.
+    pub fn scalar_inv(a: &Words) -> Words {
+        scalar_op(1, a, &[0; 8])
+    }
+
+    /// a·b mod p by the kernels' field product.
+    pub fn fe_mul(a: &Words, b: &Words) -> Words {
+        let mut r = [0u32; 8];
+        // SAFETY: 8-word inputs and output.
+        unsafe { ffi::cs_p256_fe_mul(a.as_ptr(), b.as_ptr(), r.as_mut_ptr()) };
+        r
+    }
+
+    /// t mod p for any 512-bit t, by the kernels' reduction (with P-256's bias, see codegen.rs).
+    pub fn reduce_wide(t: &[u32; 16]) -> Words {
+        let mut r = [0u32; 8];
+        // SAFETY: 16-word input, 8-word output.
+        unsafe { ffi::cs_p256_reduce_wide(t.as_ptr(), r.as_mut_ptr()) };
+        r
+    }
+
+    pub fn on_curve(x: &Words, y: &Words) -> bool {
+        // SAFETY: 8-word inputs.
+        unsafe { ffi::cs_p256_on_curve(x.as_ptr(), y.as_ptr()) == 1 }
+    }
+
+    /// P-256's G table in the layout of SM2's (the same windows), every entry checked on the curve.
+    pub fn build_gtable() -> Result<Vec<u32>, String> {
+        super::assert_table_sizes_agree();
+        let mut t = vec![0u32; GTABLE_WORDS];
+        // SAFETY: the buffer holds exactly the GTABLE_WORDS words the routine writes.
+        unsafe { ffi::cs_p256_build_gtable(t.as_mut_ptr()) };
+        entries_on_curve(HostCurve::P256, &t)
+            .map_err(|i| format!("P-256 fixed-base table entry {i} is not on the curve"))?;
+        Ok(t)
     }
 }
 
@@ -266,7 +385,8 @@ pub fn build_gtable() -> Result<Vec<u32>, String> {
     let mut t = vec![0u32; GTABLE_WORDS];
     // SAFETY: the buffer holds exactly the GTABLE_WORDS words the routine writes.
     unsafe { ffi::cs_host_build_gtable(t.as_mut_ptr()) };
-    entries_on_curve(&t).map_err(|i| format!("fixed-base table entry {i} is not on the curve"))?;
+    entries_on_curve(HostCurve::Sm2, &t)
+        .map_err(|i| format!("fixed-base table entry {i} is not on the curve"))?;
     Ok(t)
 }
 
@@ -280,16 +400,17 @@ pub fn build_key_table(x: &Words, y: &Words) -> Result<Vec<u32>, String> {
     let mut t = vec![0u32; KTABLE_WORDS];
     // SAFETY: 8-word inputs; the buffer holds exactly the KTABLE_WORDS words the routine writes.
     unsafe { ffi::cs_host_build_key_table(x.as_ptr(), y.as_ptr(), t.as_mut_ptr()) };
-    entries_on_curve(&t).map_err(|i| format!("table entry {i} is not on the curve"))?;
+    entries_on_curve(HostCurve::Sm2, &t)
+        .map_err(|i| format!("table entry {i} is not on the curve"))?;
     Ok(t)
 }
 
 /// The index of the first table entry off the curve, if any.
-fn entries_on_curve(table: &[u32]) -> Result<(), usize> {
+fn entries_on_curve(curve: HostCurve, table: &[u32]) -> Result<(), usize> {
     for (i, e) in table.chunks_exact(16).enumerate() {
         let x: Words = e[..8].try_into().expect("8 words");
         let y: Words = e[8..].try_into().expect("8 words");
-        if !on_curve(&x, &y) {
+        if !curve.on_curve(&x, &y) {
             return Err(i);
         }
     }
@@ -315,9 +436,9 @@ pub fn verify_signed(e: &Words, r: &Words, s: &Words, gtab: &[u32], ktab: &[u32]
 
 /// Operand pairs for the GPU field self-test: edge values (0, 1, p − 1, p, 2²⁵⁶ − 1, single
 /// words and bits at the top, alternating patterns) paired with each other, then random words.
-pub fn field_check_inputs(count: usize, seed: u64) -> (Vec<Words>, Vec<Words>) {
+pub fn field_check_inputs(curve: HostCurve, count: usize, seed: u64) -> (Vec<Words>, Vec<Words>) {
     use rand::{RngCore, SeedableRng};
-    let p = crate::codegen::words_from_be(&chainsig_core::curve::SM2.p);
+    let p = crate::codegen::words_from_be(&curve.params().p);
     let mut p_minus_1 = p;
     p_minus_1[0] -= 1; // p is odd
     let mut edges: Vec<Words> = vec![
@@ -376,7 +497,12 @@ fn wide_product(a: &Words, b: &Words) -> [u32; 16] {
 
 /// Compares the GPU self-test's words with the exact wide products and the host build's reduced
 /// ones; one line per differing item (at most 8), empty when all agree.
-pub fn field_check_compare(a: &[Words], b: &[Words], got: &[[u32; 48]]) -> Vec<String> {
+pub fn field_check_compare(
+    curve: HostCurve,
+    a: &[Words],
+    b: &[Words],
+    got: &[[u32; 48]],
+) -> Vec<String> {
     let mut diffs = Vec::new();
     if got.len() != a.len().min(b.len()) {
         diffs.push(format!("{} results for {} pairs", got.len(), a.len()));
@@ -386,8 +512,8 @@ pub fn field_check_compare(a: &[Words], b: &[Words], got: &[[u32; 48]]) -> Vec<S
         let parts: [(&str, Vec<u32>, &[u32]); 4] = [
             ("a*b", wide_product(x, y).to_vec(), &g[0..16]),
             ("a^2", wide_product(x, x).to_vec(), &g[16..32]),
-            ("a*b mod p", fe_mul(x, y).to_vec(), &g[32..40]),
-            ("a^2 mod p", fe_mul(x, x).to_vec(), &g[40..48]),
+            ("a*b mod p", curve.fe_mul(x, y).to_vec(), &g[32..40]),
+            ("a^2 mod p", curve.fe_mul(x, x).to_vec(), &g[40..48]),
         ];
         for (what, want, have) in parts {
             if want.as_slice() != have && diffs.len() < 8 {
@@ -406,7 +532,7 @@ mod field_check_tests {
 
     #[test]
     fn host_products_pass_their_own_check() {
-        let (a, b) = field_check_inputs(600, 7);
+        let (a, b) = field_check_inputs(HostCurve::Sm2, 600, 7);
         assert_eq!(a.len(), 600);
         let got: Vec<[u32; 48]> = a
             .iter()
@@ -420,12 +546,12 @@ mod field_check_tests {
                 g
             })
             .collect();
-        assert!(field_check_compare(&a, &b, &got).is_empty());
+        assert!(field_check_compare(HostCurve::Sm2, &a, &b, &got).is_empty());
         // One flipped bit in any part is reported.
         for word in [0, 20, 35, 47] {
             let mut bad = got.clone();
             bad[300][word] ^= 1 << 9;
-            let diffs = field_check_compare(&a, &b, &bad);
+            let diffs = field_check_compare(HostCurve::Sm2, &a, &b, &bad);
             assert_eq!(diffs.len(), 1, "{diffs:?}");
             assert!(diffs[0].starts_with("item 300"));
         }

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 const TYPES: &str = include_str!("../kernels/cs_types.h");
 const ARITH: &str = include_str!("../kernels/cs_arith.cuh");
 const VERIFY: &str = include_str!("../kernels/cs_verify.cuh");
+const ECDSA: &str = include_str!("../kernels/cs_ecdsa.cuh");
 const KERNELS: &str = include_str!("../kernels/cs_kernels.cuh");
 const SM3: &str = include_str!("../kernels/cs_sm3.cuh");
 
@@ -23,6 +24,11 @@ pub const SM3_KERNEL: &str = "cs_sm3_e";
 /// The known-signer kernel's name ([`crate::signers`]): every module with a fast-mode kernel holds
 /// one, compiled with that module's register cap and switches.
 pub const SIGNED_KERNEL: &str = "cs_verify_signed";
+
+/// The ECDSA kernels of a curve's ECDSA module ([`ecdsa_source`]): either s accepted, and low-s
+/// (s > n/2 rejected, as [`chainsig_core::Batch::low_s`] asks).
+pub const ECDSA_KERNEL: &str = "cs_verify_ecdsa";
+pub const ECDSA_LOW_S_KERNEL: &str = "cs_verify_ecdsa_low_s";
 
 /// The compile-time switches of one kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -267,20 +273,27 @@ impl KernelConfig {
     }
 }
 
-/// Full CUDA C++ source for the given configurations of one curve.
-pub fn source(
-    curve: &CurveParams,
-    configs: &[KernelConfig],
-) -> Result<String, codegen::CodegenError> {
+/// The kernels' common source for one curve: the prelude, the generated curve header, the
+/// arithmetic, both verifications and the kernel entries, none of them instantiated yet.
+fn common_source(curve: &CurveParams) -> Result<String, codegen::CodegenError> {
     let mut s = String::new();
     s.push_str(TYPES);
     s.push('\n');
     s.push_str(&codegen::curve_header(curve)?);
-    for part in [ARITH, VERIFY, KERNELS] {
+    for part in [ARITH, VERIFY, ECDSA, KERNELS] {
         s.push('\n');
         s.push_str(part);
     }
     s.push('\n');
+    Ok(s)
+}
+
+/// Full CUDA C++ source for the given SM2 configurations of one curve.
+pub fn source(
+    curve: &CurveParams,
+    configs: &[KernelConfig],
+) -> Result<String, codegen::CodegenError> {
+    let mut s = common_source(curve)?;
     for c in configs {
         s.push_str(&c.instantiate());
     }
@@ -288,6 +301,28 @@ pub fn source(
         s.push_str(&format!("CS_INSTANTIATE_SIGNED({SIGNED_KERNEL})\n"));
     }
     Ok(s)
+}
+
+/// Source of a curve's ECDSA module: [`ECDSA_KERNEL`] and [`ECDSA_LOW_S_KERNEL`], one thread per
+/// signature, with the fast mode's multiplications (and `cs_field_check`).
+pub fn ecdsa_source(curve: &CurveParams) -> Result<String, codegen::CodegenError> {
+    let mut s = common_source(curve)?;
+    s.push_str(&format!(
+        "CS_INSTANTIATE_ECDSA({ECDSA_KERNEL}, 0)\nCS_INSTANTIATE_ECDSA({ECDSA_LOW_S_KERNEL}, 1)\n"
+    ));
+    Ok(s)
+}
+
+/// The switches an ECDSA module is compiled with: the default SM2 kernel's (fast mode, one thread
+/// per signature, full keys, its register cap), whose multiplications it shares.
+pub fn ecdsa_config() -> KernelConfig {
+    KernelConfig::default_fast()
+}
+
+/// Compiles (or loads from the cache) a curve's ECDSA module for `arch`.
+pub fn compile_ecdsa(curve: &CurveParams, arch: &str) -> Result<Compiled, String> {
+    let src = ecdsa_source(curve).map_err(|e| e.0)?;
+    compile_cached_with(&src, arch, config_options(&ecdsa_config(), arch))
 }
 
 /// Source of the SM3 module (`cs_sm3_e`): the type prelude and kernels/cs_sm3.cuh.

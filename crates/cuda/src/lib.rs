@@ -12,6 +12,7 @@ pub mod messages;
 pub mod signers;
 pub mod sweep;
 pub mod testdata;
+pub mod testdata_ecdsa;
 
 /// How s·G + t·P is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

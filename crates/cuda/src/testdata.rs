@@ -367,14 +367,21 @@ pub fn generate_messages(
     (records, verdicts)
 }
 
-/// The records as a verification [`Batch`](chainsig_core::batch::Batch), in order.
+/// The records as an SM2 verification [`Batch`](chainsig_core::batch::Batch), in order.
 pub fn batch(records: &[Record]) -> chainsig_core::batch::Batch {
+    batch_for(chainsig_core::algorithm::Algorithm::Sm2, false, records)
+}
+
+/// The records as a verification batch of `alg` (`low_s` as [`Batch::with_capacity`] takes it).
+///
+/// [`Batch::with_capacity`]: chainsig_core::batch::Batch::with_capacity
+pub fn batch_for(
+    alg: chainsig_core::algorithm::Algorithm,
+    low_s: bool,
+    records: &[Record],
+) -> chainsig_core::batch::Batch {
     use chainsig_core::batch::{Batch, PreparedItem};
-    let mut b = Batch::with_capacity(
-        chainsig_core::algorithm::Algorithm::Sm2,
-        false,
-        records.len(),
-    );
+    let mut b = Batch::with_capacity(alg, low_s, records.len());
     for r in records {
         b.push(&PreparedItem {
             e: r.e,

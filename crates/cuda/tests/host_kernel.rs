@@ -10,6 +10,9 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::sync::OnceLock;
 
+mod slow;
+use slow::{add_mod, mul_mod_slow};
+
 fn p() -> Words {
     words_from_be(&chainsig_core::curve::SM2.p)
 }
@@ -17,35 +20,6 @@ fn p() -> Words {
 fn gtable() -> &'static [u32] {
     static T: OnceLock<Vec<u32>> = OnceLock::new();
     T.get_or_init(|| host::build_gtable().expect("fixed-base table"))
-}
-
-/// (a + b) mod m for a, b < m.
-fn add_mod(a: &Words, b: &Words, m: &Words) -> Words {
-    let mut out = [0u32; 8];
-    let mut c = 0u64;
-    for j in 0..8 {
-        c += a[j] as u64 + b[j] as u64;
-        out[j] = c as u32;
-        c >>= 32;
-    }
-    if c == 1 || ge(&out, m) {
-        out = sub(&out, m);
-    }
-    out
-}
-
-/// Bit-serial a·b mod m: an independent, obviously correct reference.
-fn mul_mod_slow(a: &Words, b: &Words, m: &Words) -> Words {
-    let mut acc = [0u32; 8];
-    for j in (0..8).rev() {
-        for bit in (0..32).rev() {
-            acc = add_mod(&acc, &acc, m);
-            if (b[j] >> bit) & 1 == 1 {
-                acc = add_mod(&acc, a, m);
-            }
-        }
-    }
-    acc
 }
 
 fn random_below_p(rng: &mut ChaCha20Rng) -> Words {
@@ -138,12 +112,7 @@ fn field_multiplication_matches_bit_serial_reference() {
 
 /// t mod p for a 512-bit t, from the bit-serial reference: t_high·2^256 + t_low.
 fn reduce_slow(t: &[u32; 16]) -> Words {
-    let p = p();
-    let canonical = |w: Words| if ge(&w, &p) { sub(&w, &p) } else { w };
-    let low = canonical(t[..8].try_into().unwrap());
-    let high = canonical(t[8..].try_into().unwrap());
-    let two_256 = sub(&[0; 8], &p); // 2^256 mod p
-    add_mod(&mul_mod_slow(&high, &two_256, &p), &low, &p)
+    slow::reduce_mod(t, &p())
 }
 
 /// Σ_k t[8+k]·(2^(32(8+k)) mod p) as 9 words: the column total the reduction's carry pass sees.

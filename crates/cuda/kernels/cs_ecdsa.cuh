@@ -1,0 +1,87 @@
+// ECDSA verification of one signature by one thread, for any curve the generated header
+// describes (P-256 here; SM2's curve would do as well): the checks on r and s, w = s^-1 mod n by
+// the binary extended Euclid of cs_arith.cuh, u1 = e w and u2 = r w mod n, then u1 G + u2 Q by the
+// fast mode's two multiplications (G's fixed-base table, Q's signed window) and the comparison
+// x(R) mod n == r without inverting Z. Shared by the GPU kernels and the host (CI) build.
+#pragma once
+
+// r = a b R^-1 mod n (R = 2^256) for a, b < n: word-serial Montgomery multiplication (CIOS), each
+// round adding a_j b_i and then m n with m chosen to clear the lowest word. ECDSA needs four such
+// products per signature, so this portable form (64-bit products, which ptxas turns into wide
+// multiply-adds) is enough; the field's products are the ones worth hand-made carry chains.
+CS_FN void sc_mont_mul(fe& r, const fe& a, const fe& b) {
+  fe n;
+  CS_LOAD_CONST(n, curve_n);
+  u32 t[10];
+#pragma unroll
+  for (int j = 0; j < 10; j++) t[j] = 0;
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    u64 c = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      const u64 x = (u64)a.v[j] * b.v[i] + t[j] + c;
+      t[j] = (u32)x;
+      c = x >> 32;
+    }
+    u64 x = (u64)t[8] + c;
+    t[8] = (u32)x;
+    t[9] = (u32)(x >> 32);
+    const u32 m = t[0] * CS_N0INV;
+    x = (u64)m * n.v[0] + t[0];  // low word becomes zero
+    c = x >> 32;
+#pragma unroll
+    for (int j = 1; j < 8; j++) {
+      x = (u64)m * n.v[j] + t[j] + c;
+      t[j - 1] = (u32)x;
+      c = x >> 32;
+    }
+    x = (u64)t[8] + c;
+    t[7] = (u32)x;
+    t[8] = t[9] + (u32)(x >> 32);
+  }
+  // t < 2n: one conditional subtraction.
+  fe lo, d;
+#pragma unroll
+  for (int j = 0; j < 8; j++) lo.v[j] = t[j];
+  const u32 borrow = u256_sub(d.v, lo.v, n.v);
+  fe_cmov(lo, d, t[8] != 0 || borrow == 0);
+  fe_copy(r, lo);
+}
+
+// r = a b mod n for a, b < n: a Montgomery product, then one with R^2 mod n to undo its R^-1.
+CS_FN void sc_mul(fe& r, const fe& a, const fe& b) {
+  fe t, r2;
+  sc_mont_mul(t, a, b);
+  CS_LOAD_CONST(r2, curve_n_r2);
+  sc_mont_mul(r, t, r2);
+}
+
+// s > (n - 1) / 2: the high half that low-s rules reject.
+CS_FN bool scalar_is_high(const fe& s) {
+  fe half, d;
+  CS_LOAD_CONST(half, curve_n_half);
+  return u256_sub(d.v, half.v, s.v) != 0;
+}
+
+// The whole ECDSA verification of digest e (the hash's leftmost 256 bits, any value below 2^256),
+// signature (r, s) and the validated public key Q. LOW_S rejects s > n/2.
+template <int LOW_S>
+CS_FN bool cs_verify_ecdsa(const fe& e_in, const fe& r, const fe& s, const apt& Q,
+                           const u32* gtab) {
+  if (!scalar_in_range(r) || !scalar_in_range(s)) return false;
+  if (LOW_S && scalar_is_high(s)) return false;
+  fe w, e, u1, u2;
+  inv_euclid_mod<CS_MOD_N>(w, s);
+  fe_copy(e, e_in);
+  scalar_reduce_once(e);
+  sc_mul(u1, e, w);
+  sc_mul(u2, r, w);  // nonzero: r, w in [1, n) and n prime
+  jpt R, T;
+  mul_window(T, u2, Q);
+  mul_fixed<CS_GTAB_BITS>(R, u1, gtab);  // infinity for u1 = 0 (e = 0 mod n)
+  pt_add_jac(R, T);
+  fe zero;
+  fe_set_word(zero, 0);
+  return cs_x_matches(R, zero, r);  // x(R) is r or r + n
+}

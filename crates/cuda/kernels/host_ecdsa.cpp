@@ -1,0 +1,62 @@
+// Host build of the kernels' ECDSA path for P-256 (build.rs generates this build's cs_curve.h from
+// chainsig_core::curve::P256): CI checks cs_verify_ecdsa and the scalar arithmetic against the Rust
+// reference, and the backend builds P-256's fixed-base table with it.
+#include "cs_types.h"
+#include "cs_curve.h"
+#include "cs_arith.cuh"
+#include "cs_verify.cuh"
+#include "cs_ecdsa.cuh"
+
+#include "host_io.h"
+#include "host_tables.h"
+
+extern "C" {
+
+// Verifies one ECDSA signature; operands are 8 little-endian words each. Returns 1 for valid.
+int cs_p256_verify_ecdsa(int low_s, const u32* e, const u32* r, const u32* s, const u32* px,
+                         const u32* py, const u32* gtab) {
+  const sig_in in = load_sig(e, r, s, px, py, 0);
+  apt Q;
+  fe_copy(Q.x, in.px);
+  fe_copy(Q.y, in.py);
+  const bool ok = low_s ? cs_verify_ecdsa<1>(in.e, in.r, in.s, Q, gtab)
+                        : cs_verify_ecdsa<0>(in.e, in.r, in.s, Q, gtab);
+  return ok ? 1 : 0;
+}
+
+// Scalar arithmetic modulo n: op 0 is a b mod n, op 1 is a^-1 mod n by Euclid (b unused).
+void cs_p256_scalar_op(int op, const u32* a, const u32* b, u32* r) {
+  fe x, y, z;
+  load8(x, a);
+  load8(y, b);
+  if (op == 0)
+    sc_mul(z, x, y);
+  else
+    inv_euclid_mod<CS_MOD_N>(z, x);
+  for (int i = 0; i < 8; i++) r[i] = z.v[i];
+}
+
+// a b mod p by the kernels' field product (the GPU module's self-test compares against it).
+void cs_p256_fe_mul(const u32* a, const u32* b, u32* r) {
+  fe x, y, z;
+  load8(x, a);
+  load8(y, b);
+  fe_mul(z, x, y);
+  for (int i = 0; i < 8; i++) r[i] = z.v[i];
+}
+
+// r = t mod p for any 512-bit t (16 little-endian words), by the kernels' reduction.
+void cs_p256_reduce_wide(const u32* t, u32* r) {
+  fe z;
+  fe_reduce_wide(z, t);
+  for (int i = 0; i < 8; i++) r[i] = z.v[i];
+}
+
+void cs_p256_build_gtable(u32* out) {
+  apt g;
+  curve_g(g);
+  build_table<CS_GTAB_BITS>(g, out);
+}
+
+int cs_p256_on_curve(const u32* x, const u32* y) { return host_on_curve(x, y) ? 1 : 0; }
+}
