@@ -2,14 +2,16 @@
 //! of every kernel configuration compared with the CPU reference (RustCrypto `sm2`), the async
 //! submit/confirm path checked, then the benchmark sweep. Writes CSV/JSON into $OUT (or ./out).
 //!
-//! Usage: device_check [--count N] [--quick] [--regcap] [--regcap-full-keys] [--compact] [--pairs] [--messages]  (--regcap: the register-cap
+//! Usage: device_check [--count N] [--quick] [--regcap] [--regcap-full-keys] [--compact] [--pairs] [--messages] [--p256]  (--regcap: the register-cap
 //! sweep in place of the standard one, --regcap-full-keys the same for full keys, --compact the
 //! default kernel against its compact form across batch sizes, --pairs one thread per signature
 //! against a lane pair (two per signature) across batch sizes; every run is still checked against
 //! the reference.
 //! --messages: only the records that carry messages, hashed by SM3 on the GPU, checked and timed
 //! against hashing on the host; --signers N: records of N known signers, verified with their
-//! fixed-base tables, checked and timed against the same records verified with their keys)
+//! fixed-base tables, checked and timed against the same records verified with their keys;
+//! --p256: P-256 ECDSA records through the ECDSA kernels, checked against RustCrypto `p256` under
+//! both s rules and timed against batch size beside the CPU backend)
 
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::batch::{Batch, PreparedItem};
@@ -30,6 +32,7 @@ fn main() {
     let mut regcap_full = false;
     let mut compact = false;
     let mut pairs = false;
+    let mut p256 = false;
     let mut signers = 0usize;
     let mut i = 1;
     while i < args.len() {
@@ -47,6 +50,7 @@ fn main() {
             "--regcap-full-keys" => regcap_full = true,
             "--compact" => compact = true,
             "--pairs" => pairs = true,
+            "--p256" => p256 = true,
             "--signers" => {
                 signers = args
                     .get(i + 1)
@@ -67,6 +71,9 @@ fn main() {
 
     if messages {
         return messages_check(count, seed, &out);
+    }
+    if p256 {
+        return p256_check(count, seed, &out);
     }
     if signers > 0 {
         return signers_check(count, signers, seed, &out);
@@ -685,4 +692,118 @@ fn signers_check(count: usize, signers: usize, seed: u64, out: &std::path::Path)
         std::process::exit(1);
     }
     println!("all verdicts equal the CPU reference in every run, known signers and with keys");
+}
+
+/// P-256 ECDSA: fresh records (a tenth corrupted, a quarter of the valid ones with the high s,
+/// the edge cases first) against RustCrypto `p256` under both rules, at every size of the sweep and
+/// through submit/confirm; then end-to-end and kernel-only medians against batch size, beside the
+/// CPU backend on every core.
+fn p256_check(count: usize, seed: u64, out: &std::path::Path) {
+    use chainsig_core::backend::Backend;
+    use chainsig_cuda::testdata_ecdsa::generate_p256;
+    const REPS: usize = 9;
+    let t = Instant::now();
+    let (records, verdicts) = generate_p256(count, 4096, 100, seed);
+    let valid = verdicts.iter().filter(|v| v.any_s).count();
+    let valid_low = verdicts.iter().filter(|v| v.low_s).count();
+    println!(
+        "generated {count} P-256 records (seed {seed}): {valid} valid ({valid_low} under low-s) by the reference, in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let t = Instant::now();
+    let backend = CudaBackend::new(CudaConfig::default()).expect("open the backend");
+    let probe = testdata::batch_for(Algorithm::P256, false, &records[..64.min(count)]);
+    backend
+        .verify_batch(&probe)
+        .expect("load the ECDSA kernels");
+    println!(
+        "ECDSA module loaded and self-tested in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    let sizes: Vec<usize> = [
+        1024usize,
+        4096,
+        16384,
+        65536,
+        172032,
+        262144,
+        524288,
+        1 << 20,
+    ]
+    .into_iter()
+    .filter(|&n| n <= count)
+    .collect();
+    let cpu = chainsig_cpu::CpuBackend::new();
+    let mut rows = Vec::new();
+    let mut all_ok = true;
+    for low_s in [false, true] {
+        let batch = testdata::batch_for(Algorithm::P256, low_s, &records);
+        let map = backend.verify_batch(&batch).expect("verify");
+        let bad = (0..count)
+            .filter(|&i| map.get(i) != verdicts[i].get(low_s))
+            .count();
+        let ticket = backend.submit(Arc::new(batch)).expect("submit");
+        let map2 = ticket.confirm().expect("confirm");
+        let bad2 = (0..count)
+            .filter(|&i| map2.get(i) != verdicts[i].get(low_s))
+            .count();
+        all_ok &= bad == 0 && bad2 == 0;
+        println!(
+            "low-s {low_s}: {bad} mismatches of {count} (verify_batch), {bad2} (submit/confirm)"
+        );
+    }
+    for &n in &sizes {
+        let batch = testdata::batch_for(Algorithm::P256, false, &records[..n]);
+        let mut e2e = Vec::new();
+        let mut kernel = Vec::new();
+        let mut bad = 0;
+        for rep in 0..=REPS {
+            let (map, ms) = backend.verify_timed(&batch).expect("verify");
+            bad += (0..n).filter(|&i| map.get(i) != verdicts[i].any_s).count();
+            let (kms, kmap) = backend.time_kernel(&batch, 1).expect("time kernel");
+            bad += (0..n).filter(|&i| kmap.get(i) != verdicts[i].any_s).count();
+            if rep > 0 {
+                e2e.push(ms);
+                kernel.push(kms as f64);
+            }
+        }
+        let cpu_ms = median(
+            (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    let m = cpu.verify_batch(&batch).expect("CPU verify");
+                    assert_eq!(
+                        m.count_valid(),
+                        verdicts[..n].iter().filter(|v| v.any_s).count()
+                    );
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect(),
+        );
+        let (e, k) = (median(e2e), median(kernel));
+        all_ok &= bad == 0;
+        println!(
+            "P-256 n={n:8}: end to end {e:8.3} ms ({:.3e}/s), kernel {k:8.3} ms ({:.3e}/s), CPU {cpu_ms:8.3} ms ({:.3e}/s), {bad} mismatches",
+            n as f64 / e * 1e3,
+            n as f64 / k * 1e3,
+            n as f64 / cpu_ms * 1e3
+        );
+        rows.push(serde_json::json!({
+            "alg": "p256", "batch": n, "e2e_ms": e, "kernel_ms": k, "cpu_ms": cpu_ms,
+            "e2e_per_s": n as f64 / e * 1e3, "mismatches": bad,
+        }));
+    }
+    println!(
+        "{}",
+        if all_ok {
+            "all P-256 verdicts equal the reference"
+        } else {
+            "P-256 MISMATCH"
+        }
+    );
+    std::fs::write(
+        out.join("p256.json"),
+        serde_json::to_string_pretty(&rows).unwrap(),
+    )
+    .expect("write p256.json");
 }

@@ -323,6 +323,28 @@ fn launch_shape(mp: usize, block: u32, threads: u32) -> (u32, usize) {
     (grid, ((grid * block / threads) as usize).div_ceil(64))
 }
 
+/// A curve's ECDSA kernels (either s, and low-s) and its G table, loaded at the curve's first
+/// batch ([`Engine::ecdsa`]).
+struct EcdsaKernels {
+    any_s: Loaded,
+    low_s: Loaded,
+    gtab: DevBuf,
+}
+
+impl EcdsaKernels {
+    fn kernel(&self, low_s: bool) -> &Loaded {
+        if low_s {
+            &self.low_s
+        } else {
+            &self.any_s
+        }
+    }
+}
+
+/// Fresh P-256 records verified at the ECDSA module's load and compared with RustCrypto `p256`,
+/// edge cases included: a kernel that has not yet run on a given GPU never gives a verdict unchecked.
+const ECDSA_SELF_TEST_ITEMS: usize = 512;
+
 struct Engine {
     ctx: Arc<CudaContext>,
     func: Loaded,
@@ -345,6 +367,8 @@ struct Engine {
     /// A host backend for the few records of a batch outside the known signers, and the most
     /// records it takes ([`CudaBackend::set_host_helper`]).
     host: Option<(Arc<dyn Backend>, usize)>,
+    /// P-256 ECDSA, loaded at the first P-256 batch.
+    p256: Option<EcdsaKernels>,
 }
 
 /// Messages to hash on the GPU (record i of the work is message i) and the SM3 kernel.
@@ -358,12 +382,14 @@ enum Work<'a> {
     /// Records of known signers, against the tables in `ktabs`; with messages, e is hashed on the
     /// GPU first (e is the first row of both layouts, so the SM3 kernel serves both).
     Signed(&'a dyn StageSigned, Hashing<'a>),
+    /// P-256 ECDSA records with their keys, through the loaded ECDSA kernels.
+    Ecdsa(&'a Batch),
 }
 
 impl Work<'_> {
     fn len(&self) -> usize {
         match self {
-            Work::Records(b, _) => b.len(),
+            Work::Records(b, _) | Work::Ecdsa(b) => b.len(),
             Work::Signed(b, _) => b.len(),
         }
     }
@@ -371,6 +397,7 @@ impl Work<'_> {
     fn hashing(&self) -> Hashing<'_> {
         match self {
             Work::Records(_, h) | Work::Signed(_, h) => *h,
+            Work::Ecdsa(_) => None,
         }
     }
 }
@@ -577,11 +604,12 @@ impl Engine {
             signed,
             ktabs: None,
             host: None,
+            p256: None,
         };
         // A product miscompiled for this device must never produce a verdict: check the kernel's
         // field arithmetic against the host build before accepting work.
         let (a, b) = host::field_check_inputs(host::HostCurve::Sm2, SELF_TEST_ITEMS, 0x5e1f_7e57);
-        let got = engine.field_check(&a, &b)?;
+        let got = engine.field_check(&engine.check, &a, &b)?;
         if let Some(diff) = host::field_check_compare(host::HostCurve::Sm2, &a, &b, &got).first() {
             return Err(unavailable(format!(
                 "the GPU's field arithmetic disagrees with the host build ({}): {diff}",
@@ -591,8 +619,14 @@ impl Engine {
         Ok((engine, res, from_cache))
     }
 
-    /// Runs `cs_field_check` over operand pairs: 48 result words per pair (see cs_kernels.cuh).
-    fn field_check(&self, a: &[Words], b: &[Words]) -> Result<Vec<[u32; 48]>, BackendError> {
+    /// Runs a module's `cs_field_check` over operand pairs: 48 result words per pair (see
+    /// cs_kernels.cuh).
+    fn field_check(
+        &self,
+        check: &CudaFunction,
+        a: &[Words],
+        b: &[Words],
+    ) -> Result<Vec<[u32; 48]>, BackendError> {
         let n = a.len().min(b.len());
         if n == 0 {
             return Ok(Vec::new());
@@ -616,7 +650,7 @@ impl Engine {
             shared_mem_bytes: 0,
         };
         let (pa, pb, cnt, po) = (da.ptr, db.ptr, n as u32, dout.ptr);
-        let mut launch = stream.launch_builder(&self.check);
+        let mut launch = stream.launch_builder(check);
         launch.arg(&pa).arg(&pb).arg(&cnt).arg(&po);
         // SAFETY: argument types match cs_field_check; buffers are sized for n items.
         unsafe { launch.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
@@ -635,6 +669,89 @@ impl Engine {
 
     fn chunk_len(&self, len: usize) -> usize {
         self.cfg.chunk_len(len)
+    }
+
+    /// Loads P-256's ECDSA module (compiled by NVRTC or taken from the cache) and its G table on
+    /// first use, and checks it: its field products against the host build's, then verdicts on
+    /// fresh records against RustCrypto `p256`. A failed check leaves it unloaded and reports why.
+    fn ecdsa(&mut self) -> Result<&EcdsaKernels, BackendError> {
+        if self.p256.is_none() {
+            self.ctx
+                .bind_to_thread()
+                .map_err(|e| device_err("bind context", e))?;
+            let curve = &chainsig_core::curve::P256;
+            let compiled = kernel::compile_ecdsa(curve, &self.arch).map_err(unavailable)?;
+            let module = self
+                .ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+                .map_err(|e| device_err("cuModuleLoadData (ECDSA)", e))?;
+            let config = kernel::ecdsa_config();
+            let load = |name: &str| {
+                module
+                    .load_function(name)
+                    .map(|f| Loaded::new(f, &config, self.cfg.block_size))
+                    .map_err(|e| device_err("cuModuleGetFunction (ECDSA)", e))
+            };
+            let (any_s, low_s) = (
+                load(kernel::ECDSA_KERNEL)?,
+                load(kernel::ECDSA_LOW_S_KERNEL)?,
+            );
+            let check = module
+                .load_function("cs_field_check")
+                .map_err(|e| device_err("cuModuleGetFunction (ECDSA)", e))?;
+            let (a, b) = host::field_check_inputs(host::HostCurve::P256, SELF_TEST_ITEMS, 0x9256);
+            let got = self.field_check(&check, &a, &b)?;
+            if let Some(diff) =
+                host::field_check_compare(host::HostCurve::P256, &a, &b, &got).first()
+            {
+                return Err(unavailable(format!(
+                    "the GPU's P-256 field arithmetic disagrees with the host build: {diff}"
+                )));
+            }
+            let table = p256_gtable()?;
+            let gtab = DevBuf::new(table.len() * 4)?;
+            // SAFETY: gtab holds exactly table.len() words; synchronous copy.
+            unsafe { result::memcpy_htod_sync(gtab.ptr, table) }
+                .map_err(|e| device_err("upload the P-256 table", e))?;
+            self.p256 = Some(EcdsaKernels { any_s, low_s, gtab });
+            if let Err(e) = self.ecdsa_self_test() {
+                self.p256 = None;
+                return Err(e);
+            }
+        }
+        Ok(self.p256.as_ref().expect("loaded above"))
+    }
+
+    /// Verifies fresh P-256 records (edge cases first) under both rules and compares with the
+    /// reference's verdicts.
+    fn ecdsa_self_test(&mut self) -> Result<(), BackendError> {
+        let (records, verdicts) =
+            crate::testdata_ecdsa::generate_p256(ECDSA_SELF_TEST_ITEMS, 64, 150, 0xec05a);
+        for low_s in [false, true] {
+            let batch = crate::testdata::batch_for(Algorithm::P256, low_s, &records);
+            let map = self.run(Work::Ecdsa(&batch))?;
+            if let Some(i) = (0..records.len()).find(|&i| map.get(i) != verdicts[i].get(low_s)) {
+                return Err(unavailable(format!(
+                    "the GPU's P-256 ECDSA verdict on self-test record {i} (low-s {low_s}) differs from RustCrypto p256's"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// P-256 ECDSA records, verdict i for record i.
+    fn verify_ecdsa(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+        self.ecdsa()?;
+        self.run(Work::Ecdsa(batch))
+    }
+
+    /// Any batch the backend takes ([`check_batch`]): SM2 through `verify_known`, P-256 through
+    /// the ECDSA kernels.
+    fn verify_any(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+        match batch.alg() {
+            Algorithm::P256 => self.verify_ecdsa(batch),
+            _ => self.verify_known(batch),
+        }
     }
 
     fn harvest(slot: &mut Slot, words: &mut [Vec<u64>]) -> Result<(), BackendError> {
@@ -829,23 +946,37 @@ impl Engine {
         words: &mut [Vec<u64>],
     ) -> Result<usize, BackendError> {
         let len = work.len();
-        // Borrows of the two fields only: the loop below borrows the slots mutably.
-        let func = match work {
-            Work::Records(..) => pick_kernel(&self.func, &self.small, len),
-            Work::Signed(..) => self
-                .signed
-                .as_ref()
-                .expect("signers load only where the signed kernel exists"),
+        // Borrows of single fields only: the loop below borrows the slots mutably.
+        let (func, gtab, k) = match work {
+            Work::Records(..) => (
+                pick_kernel(&self.func, &self.small, len),
+                self.gtab.ptr,
+                self.cfg.kernel,
+            ),
+            Work::Signed(..) => (
+                self.signed
+                    .as_ref()
+                    .expect("signers load only where the signed kernel exists"),
+                self.gtab.ptr,
+                self.cfg.kernel,
+            ),
+            Work::Ecdsa(batch) => {
+                let ecdsa = self.p256.as_ref().expect("loaded by Engine::ecdsa first");
+                (
+                    ecdsa.kernel(batch.low_s()),
+                    ecdsa.gtab.ptr,
+                    kernel::ecdsa_config(),
+                )
+            }
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
-        let k = self.cfg.kernel;
         let nslots = self.slots.len();
         for i0 in (0..len).step_by(chunk) {
             let m = chunk.min(len - i0);
             let mp = m.next_multiple_of(64);
             let (grid, out_words) = func.shape(mp);
             let in_words = match work {
-                Work::Records(..) => chunk_words(&k, mp),
+                Work::Records(..) | Work::Ecdsa(_) => chunk_words(&k, mp),
                 Work::Signed(..) => SIGNED_ROWS * mp,
             };
             let slot = &mut self.slots[c % nslots];
@@ -860,7 +991,9 @@ impl Engine {
                 slot.dev_out = DevBuf::new(out_words * 8)?;
             }
             match work {
-                Work::Records(batch, _) => stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice()),
+                Work::Records(batch, _) | Work::Ecdsa(batch) => {
+                    stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice())
+                }
                 Work::Signed(batch, _) => batch.stage(i0, m, mp, slot.pin_in.as_mut_slice()),
             }
             let s = slot.stream.cu_stream();
@@ -907,7 +1040,7 @@ impl Engine {
                 // output pointer); every buffer is sized for this chunk.
                 unsafe { b.launch(cfg) }.map_err(|e| device_err("SM3 kernel launch", e))?;
             }
-            let (din, dout, gt) = (slot.dev_in.ptr, slot.dev_out.ptr, self.gtab.ptr);
+            let (din, dout, gt) = (slot.dev_in.ptr, slot.dev_out.ptr, gtab);
             let (stride, count) = (mp as u32, m as u32);
             let cfg = LaunchConfig {
                 grid_dim: (grid, 1, 1),
@@ -940,9 +1073,22 @@ impl Engine {
             .bind_to_thread()
             .map_err(|e| device_err("bind context", e))?;
         let len = batch.len();
-        let k = self.cfg.kernel;
         let mp = len.next_multiple_of(64);
-        let func = pick_kernel(&self.func, &self.small, len);
+        if batch.alg() == Algorithm::P256 {
+            self.ecdsa()?;
+        }
+        let (func, gtab, k) = match &self.p256 {
+            Some(ecdsa) if batch.alg() == Algorithm::P256 => (
+                ecdsa.kernel(batch.low_s()),
+                ecdsa.gtab.ptr,
+                kernel::ecdsa_config(),
+            ),
+            _ => (
+                pick_kernel(&self.func, &self.small, len),
+                self.gtab.ptr,
+                self.cfg.kernel,
+            ),
+        };
         let (grid, out_words) = func.shape(mp);
         let mut host_in = vec![0u32; chunk_words(&k, mp)];
         stage(batch, &k, 0, len, mp, &mut host_in);
@@ -956,7 +1102,7 @@ impl Engine {
         let mut times = Vec::new();
         for _ in 0..reps.max(1) + 1 {
             start.record(stream)?;
-            let (a, st, cnt, gt, o) = (din.ptr, mp as u32, len as u32, self.gtab.ptr, dout.ptr);
+            let (a, st, cnt, gt, o) = (din.ptr, mp as u32, len as u32, gtab, dout.ptr);
             let cfg = LaunchConfig {
                 grid_dim: (grid, 1, 1),
                 block_dim: (func.block, 1, 1),
@@ -985,6 +1131,17 @@ fn gtable() -> Result<&'static [u32], BackendError> {
     static TABLE: std::sync::OnceLock<Result<Vec<u32>, String>> = std::sync::OnceLock::new();
     TABLE
         .get_or_init(host::build_gtable)
+        .as_deref()
+        .map_err(|e| BackendError::Device {
+            backend: NAME.into(),
+            reason: e.clone(),
+        })
+}
+
+fn p256_gtable() -> Result<&'static [u32], BackendError> {
+    static TABLE: std::sync::OnceLock<Result<Vec<u32>, String>> = std::sync::OnceLock::new();
+    TABLE
+        .get_or_init(host::p256::build_gtable)
         .as_deref()
         .map_err(|e| BackendError::Device {
             backend: NAME.into(),
@@ -1063,7 +1220,7 @@ impl CudaBackend {
                 .spawn(move || {
                     for (batch, reply) in jrx {
                         let r = match engine.lock() {
-                            Ok(mut e) => e.verify_known(&batch),
+                            Ok(mut e) => e.verify_any(&batch),
                             Err(_) => Err(device_err("worker", "poisoned lock")),
                         };
                         let _ = reply.send(r);
@@ -1082,10 +1239,11 @@ impl CudaBackend {
     /// The loaded module's field products on the GPU for operand pairs: for each pair the wide
     /// a·b and a², then a·b and a² mod p (compare with [`host::field_check_compare`]).
     pub fn field_check(&self, a: &[Words], b: &[Words]) -> Result<Vec<[u32; 48]>, BackendError> {
-        self.engine
+        let engine = self
+            .engine
             .lock()
-            .map_err(|_| device_err("field check", "poisoned lock"))?
-            .field_check(a, b)
+            .map_err(|_| device_err("field check", "poisoned lock"))?;
+        engine.field_check(&engine.check, a, b)
     }
 
     /// Kernel-only time (ms, median of `reps` after a warm-up) over the whole batch, data already on
@@ -1159,27 +1317,35 @@ impl CudaBackend {
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 
-    /// End-to-end verification with wall-clock time in milliseconds.
+    /// End-to-end verification with wall-clock time in milliseconds (SM2 through the default
+    /// kernel, known signers or not; P-256 through the ECDSA kernels).
     pub fn verify_timed(&self, batch: &Batch) -> Result<(Bitmap, f64), BackendError> {
         check_batch(batch)?;
         let mut e = self
             .engine
             .lock()
             .map_err(|_| device_err("verify", "poisoned lock"))?;
+        if batch.alg() == Algorithm::P256 {
+            e.ecdsa()?; // loaded and checked before the clock starts
+        }
         let t = Instant::now();
-        let map = e.verify(batch)?;
+        let map = match batch.alg() {
+            Algorithm::P256 => e.verify_ecdsa(batch)?,
+            _ => e.verify(batch)?,
+        };
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 }
 
+/// SM2 batches (the low-s rule is ECDSA's) and P-256 ECDSA batches.
 fn check_batch(batch: &Batch) -> Result<(), BackendError> {
-    if batch.alg() != Algorithm::Sm2 {
+    if !supported(batch.alg()) {
         return Err(BackendError::Unsupported {
             backend: NAME.into(),
             what: batch.alg().to_string(),
         });
     }
-    if batch.low_s() {
+    if batch.alg() == Algorithm::Sm2 && batch.low_s() {
         return Err(BackendError::Unsupported {
             backend: NAME.into(),
             what: "the low-s rule (ECDSA only)".into(),
@@ -1188,22 +1354,29 @@ fn check_batch(batch: &Batch) -> Result<(), BackendError> {
     Ok(())
 }
 
+/// The algorithms the backend verifies: SM2, and ECDSA on P-256 (secp256k1's a = 0 doubling is
+/// not written yet, see codegen.rs).
+fn supported(alg: Algorithm) -> bool {
+    matches!(alg, Algorithm::Sm2 | Algorithm::P256)
+}
+
 impl Backend for CudaBackend {
     fn name(&self) -> &str {
         NAME
     }
 
     fn supports(&self, alg: Algorithm) -> bool {
-        alg == Algorithm::Sm2
+        supported(alg)
     }
 
-    /// With known signers loaded, their records go through their tables ([`crate::signers`]).
+    /// SM2: with known signers loaded, their records go through their tables
+    /// ([`crate::signers`]). P-256: the ECDSA kernels, loaded and checked at the first batch.
     fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
         check_batch(batch)?;
         self.engine
             .lock()
             .map_err(|_| device_err("verify", "poisoned lock"))?
-            .verify_known(batch)
+            .verify_any(batch)
     }
 
     /// e = SM3(Z_A ‖ M) is computed on the GPU for each chunk, then the chunk is verified as

@@ -4,9 +4,10 @@
 //! the kernels uses the same generator as the NVRTC build.
 //!
 //! The reduction is generic over primes whose powers 2^(32k) mod p (k = 8..15) have small signed
-//! base-2^32 digits (SM2, P-256 and secp256k1 all do): a 512-bit product's high words are folded in
-//! by 64-bit signed column sums in one step and one signed carry pass, which leaves 256 bits and a
-//! small top carry c ≥ 0. c·2^256 ≡ c·K (K = 2^256 − p) is then added by one pass of 32-bit
+//! base-2^32 digits, taken as the residue or, where only that fits eight digits, the residue minus
+//! p (SM2, P-256 and secp256k1 all qualify; P-256 needs the negative rows and the bias of
+//! [`Reduction`]): a 512-bit product's high words are folded in by 64-bit signed column sums in one
+//! step and one signed carry pass, which leaves 256 bits and a small top carry c ≥ 0. c·2^256 ≡ c·K (K = 2^256 − p) is then added by one pass of 32-bit
 //! multiply-adds, whose own carry (0 or 1) adds K once more without overflow; [`top_carry_bound`]
 //! proves both steps for the curve at hand. (Folding c back into the 64-bit columns and running
 //! the carry pass twice more, the first version, cost about 30 more instructions per reduction.)

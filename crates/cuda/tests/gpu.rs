@@ -1,5 +1,5 @@
-//! On a machine with a CUDA GPU: the backend's verdicts equal the reference's, for prehashed records
-//! and for records whose messages the GPU hashes. Without a driver or GPU the tests print why they
+//! On a machine with a CUDA GPU: the backend's verdicts equal the reference's, for prehashed SM2
+//! records, for SM2 records whose messages the GPU hashes, and for P-256 ECDSA records. Without a driver or GPU the tests print why they
 //! skipped (the device check, examples/device_check.rs, runs these paths at scale on the H200).
 
 use chainsig_core::backend::Backend;
@@ -44,5 +44,19 @@ fn gpu_hashed_messages_give_the_references_verdicts() {
             "record {i} ({} message bytes)",
             records[i].msg.len()
         );
+    }
+}
+
+#[test]
+fn gpu_p256_ecdsa_verdicts_equal_p256s_under_both_rules() {
+    let Some(gpu) = backend_or_skip() else { return };
+    assert!(gpu.supports(chainsig_core::Algorithm::P256));
+    let (records, want) = chainsig_cuda::testdata_ecdsa::generate_p256(5000, 64, 200, 0x6e53);
+    for low_s in [false, true] {
+        let batch = testdata::batch_for(chainsig_core::Algorithm::P256, low_s, &records);
+        let got = gpu.verify_batch(&batch).expect("verify");
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!(got.get(i), w.get(low_s), "record {i}, low-s {low_s}");
+        }
     }
 }
