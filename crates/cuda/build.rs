@@ -8,11 +8,6 @@ fn main() {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let header = codegen::curve_header(&chainsig_core::curve::SM2).expect("SM2 header");
     std::fs::write(out.join("cs_curve.h"), header).expect("write cs_curve.h");
-    // P-256's ECDSA build includes its own cs_curve.h from a directory of its own.
-    let p256_dir = out.join("p256");
-    std::fs::create_dir_all(&p256_dir).expect("create the P-256 header directory");
-    let header = codegen::curve_header(&chainsig_core::curve::P256).expect("P-256 header");
-    std::fs::write(p256_dir.join("cs_curve.h"), header).expect("write P-256 cs_curve.h");
     for f in [
         "cs_types.h",
         "cs_arith.cuh",
@@ -38,15 +33,27 @@ fn main() {
         .flag_if_supported("-O2")
         .warnings(false)
         .compile("chainsig_cuda_host");
-    cc::Build::new()
-        .cpp(true)
-        .file("kernels/host_ecdsa.cpp")
-        .include(&p256_dir)
-        .include("kernels")
-        .flag_if_supported("-std=c++17")
-        .flag_if_supported("-O2")
-        .warnings(false)
-        .compile("chainsig_cuda_p256");
+    // The ECDSA path once per ECDSA curve, each including its own cs_curve.h from a directory of
+    // its own and prefixing its exports.
+    for (curve, short) in [
+        (&chainsig_core::curve::P256, "p256"),
+        (&chainsig_core::curve::SECP256K1, "k256"),
+    ] {
+        let dir = out.join(short);
+        std::fs::create_dir_all(&dir).expect("create the curve header directory");
+        let header = codegen::curve_header(curve).expect("ECDSA curve header");
+        std::fs::write(dir.join("cs_curve.h"), header).expect("write cs_curve.h");
+        cc::Build::new()
+            .cpp(true)
+            .file("kernels/host_ecdsa.cpp")
+            .include(&dir)
+            .include("kernels")
+            .define("CS_ECDSA_PREFIX", format!("cs_{short}_").as_str())
+            .flag_if_supported("-std=c++17")
+            .flag_if_supported("-O2")
+            .warnings(false)
+            .compile(&format!("chainsig_cuda_{short}"));
+    }
     // The pair and quad kernels' lanes, emulated on the host (host_lanes.cpp), once per lane count.
     for (lanes, quad) in [(2, false), (4, true)] {
         let mut build = cc::Build::new();

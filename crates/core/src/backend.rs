@@ -41,6 +41,12 @@ pub trait Backend: Send + Sync {
         self.verify_batch(&batch.to_digest_batch())
     }
 
+    /// Whether [`Backend::recover_batch`] is implemented: `auto` sends recovery only to backends
+    /// that recover, whatever else they verify.
+    fn recovers(&self) -> bool {
+        false
+    }
+
     /// Ethereum sender recovery: the signer of each item, or `None` when recovery fails
     /// (including s above n/2, which Ethereum rejects).
     fn recover_batch(&self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
@@ -114,12 +120,24 @@ impl Registry {
         alg: Algorithm,
         len: usize,
     ) -> Result<Arc<dyn Backend>, BackendError> {
+        self.select_by(name, len, |b| b.supports(alg), || alg.to_string())
+    }
+
+    /// The backend `name` names if it can (`can`), or under `auto` the first accelerator that can
+    /// for a batch of at least the crossover, else the CPU.
+    fn select_by(
+        &self,
+        name: &str,
+        len: usize,
+        can: impl Fn(&dyn Backend) -> bool,
+        what: impl Fn() -> String,
+    ) -> Result<Arc<dyn Backend>, BackendError> {
         if name != "auto" {
             let backend = self.get(name)?;
-            if !backend.supports(alg) {
+            if !can(backend.as_ref()) {
                 return Err(BackendError::Unsupported {
                     backend: name.to_string(),
-                    what: alg.to_string(),
+                    what: what(),
                 });
             }
             return Ok(backend);
@@ -127,7 +145,7 @@ impl Registry {
         let accelerator = self
             .backends
             .iter()
-            .find(|b| b.name() != CPU && b.supports(alg));
+            .find(|b| b.name() != CPU && can(b.as_ref()));
         match accelerator {
             Some(b) if len >= self.gpu_crossover => Ok(b.clone()),
             _ => self.get(CPU),
@@ -145,6 +163,16 @@ impl Registry {
         work: impl Fn(&dyn Backend) -> Result<T, BackendError>,
     ) -> Result<(T, String), BackendError> {
         let backend = self.select(name, alg, len)?;
+        self.run_on(name, backend, work)
+    }
+
+    /// Runs `work` on `backend`; under `auto`, when that is not the CPU and it fails, on the CPU.
+    fn run_on<T>(
+        &self,
+        name: &str,
+        backend: Arc<dyn Backend>,
+        work: impl Fn(&dyn Backend) -> Result<T, BackendError>,
+    ) -> Result<(T, String), BackendError> {
         match work(backend.as_ref()) {
             Ok(out) => Ok((out, backend.name().to_string())),
             Err(err) if name == "auto" && backend.name() != CPU => {
@@ -181,9 +209,8 @@ impl Registry {
         name: &str,
         items: &[RecoverItem],
     ) -> Result<(Vec<Option<Recovered>>, String), BackendError> {
-        self.run_with_fallback(name, Algorithm::Secp256k1, items.len(), |b| {
-            b.recover_batch(items)
-        })
+        let backend = self.select_by(name, items.len(), |b| b.recovers(), || "recovery".into())?;
+        self.run_on(name, backend, |b| b.recover_batch(items))
     }
 }
 
@@ -251,6 +278,73 @@ mod tests {
         assert!(matches!(
             reg.verify("gpu", &batch(20)),
             Err(BackendError::Device { .. })
+        ));
+    }
+
+    /// Verifies every algorithm and recovers only when `recovers`; counts its recoveries.
+    struct Recoverer {
+        name: &'static str,
+        recovers: bool,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Backend for Recoverer {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn supports(&self, _alg: Algorithm) -> bool {
+            true
+        }
+        fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
+            Ok(Bitmap::from_bools((0..batch.len()).map(|_| true)))
+        }
+        fn recovers(&self) -> bool {
+            self.recovers
+        }
+        fn recover_batch(
+            &self,
+            items: &[RecoverItem],
+        ) -> Result<Vec<Option<Recovered>>, BackendError> {
+            self.calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(vec![None; items.len()])
+        }
+    }
+
+    #[test]
+    fn recovery_goes_only_to_backends_that_recover() {
+        let backend = |name, recovers| {
+            Arc::new(Recoverer {
+                name,
+                recovers,
+                calls: Default::default(),
+            })
+        };
+        let (cpu, gpu) = (backend(CPU, true), backend("gpu", false));
+        let mut reg = Registry::new();
+        reg.register(cpu.clone());
+        reg.register(gpu.clone());
+        reg.set_gpu_crossover(1);
+        let item = RecoverItem {
+            digest: [1; 32],
+            r: [2; 32],
+            s: [3; 32],
+            recovery_id: 0,
+        };
+        let items = vec![item; 4];
+        // The accelerator verifies secp256k1, but recovery under auto goes to the CPU directly.
+        assert_eq!(
+            reg.select("auto", Algorithm::Secp256k1, 4).unwrap().name(),
+            "gpu"
+        );
+        let (_, used) = reg.recover("auto", &items).unwrap();
+        assert_eq!(used, CPU);
+        assert_eq!(gpu.calls.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(cpu.calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+        // Asked for by name, it is refused as unsupported.
+        assert!(matches!(
+            reg.recover("gpu", &items),
+            Err(BackendError::Unsupported { .. })
         ));
     }
 

@@ -84,6 +84,10 @@ impl Backend for CpuBackend {
         Ok(Bitmap::from_bools(verdicts))
     }
 
+    fn recovers(&self) -> bool {
+        true
+    }
+
     fn recover_batch(&self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
         Ok(self.run(|| {
             items

@@ -839,6 +839,25 @@ CS_FN void pt_cmov(jpt& R, const jpt& a, bool cond) {
   fe_cmov(R.Z, a.Z, cond);
 }
 
+#if CS_CURVE_A_ZERO
+// R = 2R for a = 0 (secp256k1; 3M + 4S in three steps). Infinity stays infinity.
+CS_DBL_FN void pt_dbl(jpt& R) {
+  fe xx, gamma, beta, alpha, yz, t0;
+  fe_sqr2(xx, R.X, gamma, R.Y);
+  fe_mul_small<3>(alpha, xx);  // alpha = 3 X^2
+  fe_mul3<false, true, false>(beta, R.X, gamma, t0, alpha, alpha, yz, R.Y, R.Z);
+  fe_add(R.Z, yz, yz);  // Z3 = 2 Y Z
+  // X3 = alpha^2 - 8 beta
+  fe_mul_small<4>(beta, beta);
+  fe_sub(t0, t0, beta);
+  fe_sub(R.X, t0, beta);
+  // Y3 = alpha (4 beta - X3) - 8 gamma^2
+  fe_sub(t0, beta, R.X);
+  fe_mul_sqr(t0, alpha, t0, gamma, gamma);
+  fe_mul_small<8>(gamma, gamma);
+  fe_sub(R.Y, t0, gamma);
+}
+#else
 // R = 2R for a = -3 (4M + 4S in four steps of two). Infinity stays infinity.
 CS_DBL_FN void pt_dbl(jpt& R) {
   fe delta, gamma, beta, alpha, yz, t0, t1;
@@ -860,6 +879,22 @@ CS_DBL_FN void pt_dbl(jpt& R) {
   fe_mul_sqr(t0, alpha, t0, gamma, gamma);
   fe_mul_small<8>(gamma, gamma);
   fe_sub(R.Y, t0, gamma);
+}
+#endif
+
+// y^2 = x^3 + a x + b for the curve's a (-3 or 0): the right-hand side at x.
+CS_FN void curve_rhs(fe& rhs, const fe& x) {
+  fe x2, t, b;
+  fe_sqr(x2, x);
+#if CS_CURVE_A_ZERO
+  fe_copy(t, x2);
+#else
+  fe_set_word(t, 3);
+  fe_sub(t, x2, t);
+#endif
+  fe_mul(rhs, x, t);  // x (x^2 + a): one multiplication fewer than x^3 + a x
+  CS_LOAD_CONST(b, curve_b);
+  fe_add(rhs, rhs, b);
 }
 
 // Co-Z addition of an affine point: Q is first brought to R's Z (X2 = x Z^2, Y2 = y Z^3), then
@@ -942,11 +977,15 @@ struct coz_basis {
   fe lam, lam2, lam3;
 };
 
-// a x for the curve's a = -3.
+// a x for the curve's a (-3, or 0).
 CS_FN void fe_times_a(fe& r, const fe& x) {
+#if CS_CURVE_A_ZERO
+  fe_set_word(r, 0);
+#else
   fe t;
   fe_mul_small<3>(t, x);
   fe_neg(r, t);
+#endif
 }
 
 // R = 2R in modified Jacobian coordinates (Cohen, Miyaji, Ono): W = a Z^4 travels with the point,

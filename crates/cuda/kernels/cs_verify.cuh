@@ -55,13 +55,8 @@ CS_FN void scalar_reduce_once(fe& a) {
 // y of the point with abscissa x and the given parity; false when x >= p or no such point.
 CS_FN bool cs_decompress(fe& y, const fe& x, u32 parity) {
   if (u256_ge_const_p(x)) return false;
-  fe x2, rhs, t, b;
-  fe_sqr(x2, x);
-  fe_set_word(t, 3);
-  fe_sub(t, x2, t);
-  fe_mul(rhs, x, t);  // x (x^2 - 3): one multiplication fewer than x^3 - 3x
-  CS_LOAD_CONST(b, curve_b);
-  fe_add(rhs, rhs, b);
+  fe rhs, t;
+  curve_rhs(rhs, x);
   fe_pow_sqrt(y, rhs);  // p = 3 mod 4
   fe_sqr(t, y);
   if (!fe_eq(t, rhs)) return false;

@@ -1,6 +1,7 @@
-// Host build of the kernels' ECDSA path for P-256 (build.rs generates this build's cs_curve.h from
-// chainsig_core::curve::P256): CI checks cs_verify_ecdsa and the scalar arithmetic against the Rust
-// reference, and the backend builds P-256's fixed-base table with it.
+// Host build of the kernels' ECDSA path for one curve: build.rs compiles it once per ECDSA curve
+// (P-256, secp256k1), each with that curve's generated cs_curve.h and the prefix CS_ECDSA_PREFIX
+// (cs_p256_, cs_k256_) on its exports. CI checks cs_verify_ecdsa and the scalar arithmetic against
+// the Rust references, and the backend builds the curve's fixed-base table with it.
 #include "cs_types.h"
 #include "cs_curve.h"
 #include "cs_arith.cuh"
@@ -10,10 +11,14 @@
 #include "host_io.h"
 #include "host_tables.h"
 
+#define CS_CAT2(a, b) a##b
+#define CS_CAT(a, b) CS_CAT2(a, b)
+#define CS_EXPORT(name) CS_CAT(CS_ECDSA_PREFIX, name)
+
 extern "C" {
 
 // Verifies one ECDSA signature; operands are 8 little-endian words each. Returns 1 for valid.
-int cs_p256_verify_ecdsa(int low_s, const u32* e, const u32* r, const u32* s, const u32* px,
+int CS_EXPORT(verify_ecdsa)(int low_s, const u32* e, const u32* r, const u32* s, const u32* px,
                          const u32* py, const u32* gtab) {
   const sig_in in = load_sig(e, r, s, px, py, 0);
   apt Q;
@@ -25,7 +30,7 @@ int cs_p256_verify_ecdsa(int low_s, const u32* e, const u32* r, const u32* s, co
 }
 
 // Scalar arithmetic modulo n: op 0 is a b mod n, op 1 is a^-1 mod n by Euclid (b unused).
-void cs_p256_scalar_op(int op, const u32* a, const u32* b, u32* r) {
+void CS_EXPORT(scalar_op)(int op, const u32* a, const u32* b, u32* r) {
   fe x, y, z;
   load8(x, a);
   load8(y, b);
@@ -37,7 +42,7 @@ void cs_p256_scalar_op(int op, const u32* a, const u32* b, u32* r) {
 }
 
 // a b mod p by the kernels' field product (the GPU module's self-test compares against it).
-void cs_p256_fe_mul(const u32* a, const u32* b, u32* r) {
+void CS_EXPORT(fe_mul)(const u32* a, const u32* b, u32* r) {
   fe x, y, z;
   load8(x, a);
   load8(y, b);
@@ -46,17 +51,17 @@ void cs_p256_fe_mul(const u32* a, const u32* b, u32* r) {
 }
 
 // r = t mod p for any 512-bit t (16 little-endian words), by the kernels' reduction.
-void cs_p256_reduce_wide(const u32* t, u32* r) {
+void CS_EXPORT(reduce_wide)(const u32* t, u32* r) {
   fe z;
   fe_reduce_wide(z, t);
   for (int i = 0; i < 8; i++) r[i] = z.v[i];
 }
 
-void cs_p256_build_gtable(u32* out) {
+void CS_EXPORT(build_gtable)(u32* out) {
   apt g;
   curve_g(g);
   build_table<CS_GTAB_BITS>(g, out);
 }
 
-int cs_p256_on_curve(const u32* x, const u32* y) { return host_on_curve(x, y) ? 1 : 0; }
+int CS_EXPORT(on_curve)(const u32* x, const u32* y) { return host_on_curve(x, y) ? 1 : 0; }
 }

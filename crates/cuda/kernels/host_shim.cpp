@@ -132,6 +132,6 @@ int cs_host_verify_signed(const u32* e, const u32* r, const u32* s, const u32* g
   return cs_verify_signed(a, b, c, gtab, ktab) ? 1 : 0;
 }
 
-// 1 when (x, y) satisfies y^2 = x^3 - 3x + b with x, y < p.
+// 1 when (x, y) satisfies y^2 = x^3 + a x + b with x, y < p.
 int cs_host_on_curve(const u32* x, const u32* y) { return host_on_curve(x, y) ? 1 : 0; }
 }

@@ -48,18 +48,13 @@ static void build_table(const apt& B, u32* out) {
   }
 }
 
-// Whether (x, y) satisfies y^2 = x^3 - 3x + b with x, y < p.
+// Whether (x, y) satisfies y^2 = x^3 + a x + b with x, y < p.
 static bool host_on_curve(const u32* x, const u32* y) {
-  fe a, b, t, rhs, cb;
+  fe a, b, t, rhs;
   load8(a, x);
   load8(b, y);
   if (u256_ge_const_p(a) || u256_ge_const_p(b)) return false;
-  fe_sqr(t, a);
-  fe_set_word(rhs, 3);
-  fe_sub(t, t, rhs);
-  fe_mul(rhs, a, t);
-  CS_LOAD_CONST(cb, curve_b);
-  fe_add(rhs, rhs, cb);
+  curve_rhs(rhs, a);
   fe_sqr(t, b);
   return fe_eq(t, rhs);
 }

@@ -326,6 +326,7 @@ fn launch_shape(mp: usize, block: u32, threads: u32) -> (u32, usize) {
 /// A curve's ECDSA kernels (either s, and low-s) and its G table, loaded at the curve's first
 /// batch ([`Engine::ecdsa`]).
 struct EcdsaKernels {
+    alg: Algorithm,
     any_s: Loaded,
     low_s: Loaded,
     gtab: DevBuf,
@@ -341,8 +342,9 @@ impl EcdsaKernels {
     }
 }
 
-/// Fresh P-256 records verified at the ECDSA module's load and compared with RustCrypto `p256`,
-/// edge cases included: a kernel that has not yet run on a given GPU never gives a verdict unchecked.
+/// Fresh records verified at an ECDSA module's load and compared with RustCrypto's (`p256`,
+/// `k256`), edge cases included: a kernel that has not yet run on a given GPU never gives a
+/// verdict unchecked.
 const ECDSA_SELF_TEST_ITEMS: usize = 512;
 
 struct Engine {
@@ -367,8 +369,8 @@ struct Engine {
     /// A host backend for the few records of a batch outside the known signers, and the most
     /// records it takes ([`CudaBackend::set_host_helper`]).
     host: Option<(Arc<dyn Backend>, usize)>,
-    /// P-256 ECDSA, loaded at the first P-256 batch.
-    p256: Option<EcdsaKernels>,
+    /// The ECDSA curves' kernels, each loaded at the curve's first batch.
+    ecdsa: Vec<EcdsaKernels>,
 }
 
 /// Messages to hash on the GPU (record i of the work is message i) and the SM3 kernel.
@@ -382,7 +384,7 @@ enum Work<'a> {
     /// Records of known signers, against the tables in `ktabs`; with messages, e is hashed on the
     /// GPU first (e is the first row of both layouts, so the SM3 kernel serves both).
     Signed(&'a dyn StageSigned, Hashing<'a>),
-    /// P-256 ECDSA records with their keys, through the loaded ECDSA kernels.
+    /// ECDSA records with their keys (P-256 or secp256k1), through the curve's loaded kernels.
     Ecdsa(&'a Batch),
 }
 
@@ -604,7 +606,7 @@ impl Engine {
             signed,
             ktabs: None,
             host: None,
-            p256: None,
+            ecdsa: Vec::new(),
         };
         // A product miscompiled for this device must never produce a verdict: check the kernel's
         // field arithmetic against the host build before accepting work.
@@ -671,86 +673,95 @@ impl Engine {
         self.cfg.chunk_len(len)
     }
 
-    /// Loads P-256's ECDSA module (compiled by NVRTC or taken from the cache) and its G table on
-    /// first use, and checks it: its field products against the host build's, then verdicts on
-    /// fresh records against RustCrypto `p256`. A failed check leaves it unloaded and reports why.
-    fn ecdsa(&mut self) -> Result<&EcdsaKernels, BackendError> {
-        if self.p256.is_none() {
-            self.ctx
-                .bind_to_thread()
-                .map_err(|e| device_err("bind context", e))?;
-            let curve = &chainsig_core::curve::P256;
-            let compiled = kernel::compile_ecdsa(curve, &self.arch).map_err(unavailable)?;
-            let module = self
-                .ctx
-                .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
-                .map_err(|e| device_err("cuModuleLoadData (ECDSA)", e))?;
-            let config = kernel::ecdsa_config();
-            let load = |name: &str| {
-                module
-                    .load_function(name)
-                    .map(|f| Loaded::new(f, &config, self.cfg.block_size))
-                    .map_err(|e| device_err("cuModuleGetFunction (ECDSA)", e))
-            };
-            let (any_s, low_s) = (
-                load(kernel::ECDSA_KERNEL)?,
-                load(kernel::ECDSA_LOW_S_KERNEL)?,
-            );
-            let check = module
-                .load_function("cs_field_check")
-                .map_err(|e| device_err("cuModuleGetFunction (ECDSA)", e))?;
-            let (a, b) = host::field_check_inputs(host::HostCurve::P256, SELF_TEST_ITEMS, 0x9256);
-            let got = self.field_check(&check, &a, &b)?;
-            if let Some(diff) =
-                host::field_check_compare(host::HostCurve::P256, &a, &b, &got).first()
-            {
-                return Err(unavailable(format!(
-                    "the GPU's P-256 field arithmetic disagrees with the host build: {diff}"
-                )));
-            }
-            let table = p256_gtable()?;
-            let gtab = DevBuf::new(table.len() * 4)?;
-            // SAFETY: gtab holds exactly table.len() words; synchronous copy.
-            unsafe { result::memcpy_htod_sync(gtab.ptr, table) }
-                .map_err(|e| device_err("upload the P-256 table", e))?;
-            self.p256 = Some(EcdsaKernels { any_s, low_s, gtab });
-            if let Err(e) = self.ecdsa_self_test() {
-                self.p256 = None;
+    /// Loads the ECDSA module of `alg`'s curve (compiled by NVRTC or taken from the cache) and its
+    /// G table on first use, and checks it: its field products against the host build's, then
+    /// verdicts on fresh records against RustCrypto's. A failed check leaves it unloaded and
+    /// reports why.
+    fn ecdsa(&mut self, alg: Algorithm) -> Result<(), BackendError> {
+        if !self.ecdsa.iter().any(|k| k.alg == alg) {
+            let kernels = self.load_ecdsa(alg)?;
+            self.ecdsa.push(kernels);
+            if let Err(e) = self.ecdsa_self_test(alg) {
+                self.ecdsa.retain(|k| k.alg != alg);
                 return Err(e);
             }
         }
-        Ok(self.p256.as_ref().expect("loaded above"))
+        Ok(())
     }
 
-    /// Verifies fresh P-256 records (edge cases first) under both rules and compares with the
+    fn load_ecdsa(&self, alg: Algorithm) -> Result<EcdsaKernels, BackendError> {
+        let curve = ecdsa_host_curve(alg)?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| device_err("bind context", e))?;
+        let compiled = kernel::compile_ecdsa(curve.params(), &self.arch).map_err(unavailable)?;
+        let module = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+            .map_err(|e| device_err("cuModuleLoadData (ECDSA)", e))?;
+        let config = kernel::ecdsa_config();
+        let load = |name: &str| {
+            module
+                .load_function(name)
+                .map(|f| Loaded::new(f, &config, self.cfg.block_size))
+                .map_err(|e| device_err("cuModuleGetFunction (ECDSA)", e))
+        };
+        let (any_s, low_s) = (
+            load(kernel::ECDSA_KERNEL)?,
+            load(kernel::ECDSA_LOW_S_KERNEL)?,
+        );
+        let check = module
+            .load_function("cs_field_check")
+            .map_err(|e| device_err("cuModuleGetFunction (ECDSA)", e))?;
+        let (a, b) = host::field_check_inputs(curve, SELF_TEST_ITEMS, 0x9256);
+        let got = self.field_check(&check, &a, &b)?;
+        if let Some(diff) = host::field_check_compare(curve, &a, &b, &got).first() {
+            return Err(unavailable(format!(
+                "the GPU's {alg} field arithmetic disagrees with the host build: {diff}"
+            )));
+        }
+        let table = ecdsa_gtable(alg)?;
+        let gtab = DevBuf::new(table.len() * 4)?;
+        // SAFETY: gtab holds exactly table.len() words; synchronous copy.
+        unsafe { result::memcpy_htod_sync(gtab.ptr, table) }
+            .map_err(|e| device_err("upload an ECDSA table", e))?;
+        Ok(EcdsaKernels {
+            alg,
+            any_s,
+            low_s,
+            gtab,
+        })
+    }
+
+    /// Verifies fresh records of `alg` (edge cases first) under both rules and compares with the
     /// reference's verdicts.
-    fn ecdsa_self_test(&mut self) -> Result<(), BackendError> {
+    fn ecdsa_self_test(&mut self, alg: Algorithm) -> Result<(), BackendError> {
         let (records, verdicts) =
-            crate::testdata_ecdsa::generate_p256(ECDSA_SELF_TEST_ITEMS, 64, 150, 0xec05a);
+            crate::testdata_ecdsa::generate(alg, ECDSA_SELF_TEST_ITEMS, 64, 150, 0xec05a);
         for low_s in [false, true] {
-            let batch = crate::testdata::batch_for(Algorithm::P256, low_s, &records);
+            let batch = crate::testdata::batch_for(alg, low_s, &records);
             let map = self.run(Work::Ecdsa(&batch))?;
             if let Some(i) = (0..records.len()).find(|&i| map.get(i) != verdicts[i].get(low_s)) {
                 return Err(unavailable(format!(
-                    "the GPU's P-256 ECDSA verdict on self-test record {i} (low-s {low_s}) differs from RustCrypto p256's"
+                    "the GPU's {alg} ECDSA verdict on self-test record {i} (low-s {low_s}) differs from RustCrypto's"
                 )));
             }
         }
         Ok(())
     }
 
-    /// P-256 ECDSA records, verdict i for record i.
+    /// ECDSA records, verdict i for record i.
     fn verify_ecdsa(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
-        self.ecdsa()?;
+        self.ecdsa(batch.alg())?;
         self.run(Work::Ecdsa(batch))
     }
 
-    /// Any batch the backend takes ([`check_batch`]): SM2 through `verify_known`, P-256 through
-    /// the ECDSA kernels.
+    /// Any batch the backend takes ([`check_batch`]): SM2 through `verify_known`, ECDSA through
+    /// the curve's kernels.
     fn verify_any(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
         match batch.alg() {
-            Algorithm::P256 => self.verify_ecdsa(batch),
-            _ => self.verify_known(batch),
+            Algorithm::Sm2 => self.verify_known(batch),
+            _ => self.verify_ecdsa(batch),
         }
     }
 
@@ -961,7 +972,7 @@ impl Engine {
                 self.cfg.kernel,
             ),
             Work::Ecdsa(batch) => {
-                let ecdsa = self.p256.as_ref().expect("loaded by Engine::ecdsa first");
+                let ecdsa = loaded_ecdsa(&self.ecdsa, batch.alg());
                 (
                     ecdsa.kernel(batch.low_s()),
                     ecdsa.gtab.ptr,
@@ -1074,20 +1085,20 @@ impl Engine {
             .map_err(|e| device_err("bind context", e))?;
         let len = batch.len();
         let mp = len.next_multiple_of(64);
-        if batch.alg() == Algorithm::P256 {
-            self.ecdsa()?;
-        }
-        let (func, gtab, k) = match &self.p256 {
-            Some(ecdsa) if batch.alg() == Algorithm::P256 => (
-                ecdsa.kernel(batch.low_s()),
-                ecdsa.gtab.ptr,
-                kernel::ecdsa_config(),
-            ),
-            _ => (
+        let (func, gtab, k) = if batch.alg() == Algorithm::Sm2 {
+            (
                 pick_kernel(&self.func, &self.small, len),
                 self.gtab.ptr,
                 self.cfg.kernel,
-            ),
+            )
+        } else {
+            self.ecdsa(batch.alg())?;
+            let ecdsa = loaded_ecdsa(&self.ecdsa, batch.alg());
+            (
+                ecdsa.kernel(batch.low_s()),
+                ecdsa.gtab.ptr,
+                kernel::ecdsa_config(),
+            )
         };
         let (grid, out_words) = func.shape(mp);
         let mut host_in = vec![0u32; chunk_words(&k, mp)];
@@ -1138,10 +1149,34 @@ fn gtable() -> Result<&'static [u32], BackendError> {
         })
 }
 
-fn p256_gtable() -> Result<&'static [u32], BackendError> {
-    static TABLE: std::sync::OnceLock<Result<Vec<u32>, String>> = std::sync::OnceLock::new();
-    TABLE
-        .get_or_init(host::p256::build_gtable)
+/// The ECDSA kernels of `alg` among those [`Engine::ecdsa`] has loaded (a field borrow, so that
+/// the pipeline can borrow the slots beside it).
+fn loaded_ecdsa(loaded: &[EcdsaKernels], alg: Algorithm) -> &EcdsaKernels {
+    loaded
+        .iter()
+        .find(|k| k.alg == alg)
+        .expect("loaded by Engine::ecdsa first")
+}
+
+/// The host build of `alg`'s ECDSA path, which builds its table and checks its field products.
+fn ecdsa_host_curve(alg: Algorithm) -> Result<host::HostCurve, BackendError> {
+    match alg {
+        Algorithm::P256 => Ok(host::HostCurve::P256),
+        Algorithm::Secp256k1 => Ok(host::HostCurve::Secp256k1),
+        Algorithm::Sm2 => Err(BackendError::Unsupported {
+            backend: NAME.into(),
+            what: "SM2 through the ECDSA kernels".into(),
+        }),
+    }
+}
+
+/// The G table of an ECDSA curve, built once per process.
+fn ecdsa_gtable(alg: Algorithm) -> Result<&'static [u32], BackendError> {
+    type Table = std::sync::OnceLock<Result<Vec<u32>, String>>;
+    static TABLES: [Table; 2] = [Table::new(), Table::new()];
+    let curve = ecdsa_host_curve(alg)?;
+    let slot = &TABLES[usize::from(curve == host::HostCurve::Secp256k1)];
+    slot.get_or_init(|| curve.ecdsa().expect("an ECDSA curve").build_gtable())
         .as_deref()
         .map_err(|e| BackendError::Device {
             backend: NAME.into(),
@@ -1318,26 +1353,26 @@ impl CudaBackend {
     }
 
     /// End-to-end verification with wall-clock time in milliseconds (SM2 through the default
-    /// kernel, known signers or not; P-256 through the ECDSA kernels).
+    /// kernel, known signers or not; ECDSA through the curve's kernels).
     pub fn verify_timed(&self, batch: &Batch) -> Result<(Bitmap, f64), BackendError> {
         check_batch(batch)?;
         let mut e = self
             .engine
             .lock()
             .map_err(|_| device_err("verify", "poisoned lock"))?;
-        if batch.alg() == Algorithm::P256 {
-            e.ecdsa()?; // loaded and checked before the clock starts
+        if batch.alg() != Algorithm::Sm2 {
+            e.ecdsa(batch.alg())?; // loaded and checked before the clock starts
         }
         let t = Instant::now();
         let map = match batch.alg() {
-            Algorithm::P256 => e.verify_ecdsa(batch)?,
-            _ => e.verify(batch)?,
+            Algorithm::Sm2 => e.verify(batch)?,
+            _ => e.verify_ecdsa(batch)?,
         };
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 }
 
-/// SM2 batches (the low-s rule is ECDSA's) and P-256 ECDSA batches.
+/// SM2 batches (the low-s rule is ECDSA's) and ECDSA batches (P-256, secp256k1).
 fn check_batch(batch: &Batch) -> Result<(), BackendError> {
     if !supported(batch.alg()) {
         return Err(BackendError::Unsupported {
@@ -1354,10 +1389,10 @@ fn check_batch(batch: &Batch) -> Result<(), BackendError> {
     Ok(())
 }
 
-/// The algorithms the backend verifies: SM2, and ECDSA on P-256 (secp256k1's a = 0 doubling is
-/// not written yet, see codegen.rs).
+/// The algorithms the backend verifies: SM2, and ECDSA on P-256 and secp256k1 (verification with
+/// the key; Ethereum's sender recovery stays on the CPU).
 fn supported(alg: Algorithm) -> bool {
-    matches!(alg, Algorithm::Sm2 | Algorithm::P256)
+    matches!(alg, Algorithm::Sm2 | Algorithm::P256 | Algorithm::Secp256k1)
 }
 
 impl Backend for CudaBackend {
@@ -1370,7 +1405,7 @@ impl Backend for CudaBackend {
     }
 
     /// SM2: with known signers loaded, their records go through their tables
-    /// ([`crate::signers`]). P-256: the ECDSA kernels, loaded and checked at the first batch.
+    /// ([`crate::signers`]). ECDSA: the curve's kernels, loaded and checked at its first batch.
     fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
         check_batch(batch)?;
         self.engine

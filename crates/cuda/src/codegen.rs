@@ -312,9 +312,10 @@ pub fn curve_header(c: &CurveParams) -> Result<String, CodegenError> {
         )));
     }
     let minus3 = sub(&p, &[3, 0, 0, 0, 0, 0, 0, 0]);
-    if a != minus3 {
+    let a_zero = a == [0u32; 8];
+    if a != minus3 && !a_zero {
         return Err(CodegenError(format!(
-            "{}: only a = -3 curves are implemented so far",
+            "{}: the kernels' doublings take a = -3 or a = 0 only",
             c.name
         )));
     }
@@ -329,7 +330,7 @@ pub fn curve_header(c: &CurveParams) -> Result<String, CodegenError> {
         c.name
     );
     let _ = writeln!(out, "#define CS_CURVE_NAME \"{}\"", c.name);
-    let _ = writeln!(out, "#define CS_CURVE_A_MINUS3 1");
+    let _ = writeln!(out, "#define CS_CURVE_A_ZERO {}", i32::from(a_zero));
     emit_word_fn(&mut out, "curve_p", &p);
     emit_word_fn(&mut out, "curve_n", &n);
     emit_word_fn(&mut out, "curve_b", &b);

@@ -77,30 +77,67 @@ mod ffi {
             y: *mut u32,
         ) -> i32;
         pub fn cs_host_sm3_e(za: *const u32, msg: *const u8, len: u32, e: *mut u32);
-        // kernels/host_ecdsa.cpp: the same kernels compiled for P-256.
-        pub fn cs_p256_verify_ecdsa(
-            low_s: i32,
-            e: *const u32,
-            r: *const u32,
-            s: *const u32,
-            px: *const u32,
-            py: *const u32,
-            gtab: *const u32,
-        ) -> i32;
-        pub fn cs_p256_scalar_op(op: i32, a: *const u32, b: *const u32, r: *mut u32);
-        pub fn cs_p256_fe_mul(a: *const u32, b: *const u32, r: *mut u32);
-        pub fn cs_p256_reduce_wide(t: *const u32, r: *mut u32);
-        pub fn cs_p256_build_gtable(out: *mut u32);
-        pub fn cs_p256_on_curve(x: *const u32, y: *const u32) -> i32;
+        // kernels/host_ecdsa.cpp, compiled once per ECDSA curve (exports prefixed cs_p256_,
+        // cs_k256_): declared for each by ecdsa_ffi! below.
     }
 }
 
+/// The C ABI of one build of kernels/host_ecdsa.cpp, under its prefix.
+macro_rules! ecdsa_ffi {
+    ($module:ident, $verify:literal, $scalar:literal, $fe_mul:literal, $reduce:literal,
+     $gtable:literal, $on_curve:literal) => {
+        mod $module {
+            extern "C" {
+                #[link_name = $verify]
+                pub fn verify_ecdsa(
+                    low_s: i32,
+                    e: *const u32,
+                    r: *const u32,
+                    s: *const u32,
+                    px: *const u32,
+                    py: *const u32,
+                    gtab: *const u32,
+                ) -> i32;
+                #[link_name = $scalar]
+                pub fn scalar_op(op: i32, a: *const u32, b: *const u32, r: *mut u32);
+                #[link_name = $fe_mul]
+                pub fn fe_mul(a: *const u32, b: *const u32, r: *mut u32);
+                #[link_name = $reduce]
+                pub fn reduce_wide(t: *const u32, r: *mut u32);
+                #[link_name = $gtable]
+                pub fn build_gtable(out: *mut u32);
+                #[link_name = $on_curve]
+                pub fn on_curve(x: *const u32, y: *const u32) -> i32;
+            }
+        }
+    };
+}
+ecdsa_ffi!(
+    p256_ffi,
+    "cs_p256_verify_ecdsa",
+    "cs_p256_scalar_op",
+    "cs_p256_fe_mul",
+    "cs_p256_reduce_wide",
+    "cs_p256_build_gtable",
+    "cs_p256_on_curve"
+);
+ecdsa_ffi!(
+    k256_ffi,
+    "cs_k256_verify_ecdsa",
+    "cs_k256_scalar_op",
+    "cs_k256_fe_mul",
+    "cs_k256_reduce_wide",
+    "cs_k256_build_gtable",
+    "cs_k256_on_curve"
+);
+
 /// The curves the host builds of the kernels are compiled for: SM2 (kernels/host_shim.cpp, every
-/// routine) and P-256 (kernels/host_ecdsa.cpp, the ECDSA path).
+/// routine) and the ECDSA curves (kernels/host_ecdsa.cpp, the ECDSA path; see [`EcdsaHost`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostCurve {
     Sm2,
     P256,
+    Secp256k1,
 }
 
 impl HostCurve {
@@ -108,36 +145,67 @@ impl HostCurve {
         match self {
             HostCurve::Sm2 => &chainsig_core::curve::SM2,
             HostCurve::P256 => &chainsig_core::curve::P256,
+            HostCurve::Secp256k1 => &chainsig_core::curve::SECP256K1,
+        }
+    }
+
+    /// The curve's ECDSA host build; None for SM2.
+    pub fn ecdsa(self) -> Option<EcdsaHost> {
+        match self {
+            HostCurve::Sm2 => None,
+            HostCurve::P256 => Some(EcdsaHost(HostCurve::P256)),
+            HostCurve::Secp256k1 => Some(EcdsaHost(HostCurve::Secp256k1)),
         }
     }
 
     /// a·b mod p by this curve's build of the kernels' field product.
     pub fn fe_mul(self, a: &Words, b: &Words) -> Words {
-        match self {
-            HostCurve::Sm2 => fe_mul(a, b),
-            HostCurve::P256 => p256::fe_mul(a, b),
-        }
+        let mut r = [0u32; 8];
+        let f = match self {
+            HostCurve::Sm2 => ffi::cs_host_fe_mul,
+            HostCurve::P256 => p256_ffi::fe_mul,
+            HostCurve::Secp256k1 => k256_ffi::fe_mul,
+        };
+        // SAFETY: 8-word inputs and output.
+        unsafe { f(a.as_ptr(), b.as_ptr(), r.as_mut_ptr()) };
+        r
     }
 
     /// Whether (x, y) is on this curve, by its build's arithmetic.
     pub fn on_curve(self, x: &Words, y: &Words) -> bool {
-        match self {
-            HostCurve::Sm2 => on_curve(x, y),
-            HostCurve::P256 => p256::on_curve(x, y),
-        }
+        let f = match self {
+            HostCurve::Sm2 => ffi::cs_host_on_curve,
+            HostCurve::P256 => p256_ffi::on_curve,
+            HostCurve::Secp256k1 => k256_ffi::on_curve,
+        };
+        // SAFETY: 8-word inputs.
+        unsafe { f(x.as_ptr(), y.as_ptr()) == 1 }
     }
 }
 
-/// The kernels' ECDSA path compiled for P-256 (kernels/host_ecdsa.cpp).
-pub mod p256 {
-    use super::{entries_on_curve, ffi, HostCurve, Words, GTABLE_WORDS};
+/// The kernels' ECDSA path compiled for one curve (kernels/host_ecdsa.cpp); made by
+/// [`HostCurve::ecdsa`] for the ECDSA curves only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EcdsaHost(HostCurve);
 
-    /// Runs the kernels' `cs_verify_ecdsa` on the CPU; `gtab` is P-256's [`build_gtable`].
-    pub fn verify(low_s: bool, rec: &super::HostRecord, gtab: &[u32]) -> bool {
+const NOT_ECDSA: &str = "EcdsaHost is made for the ECDSA curves only";
+
+impl EcdsaHost {
+    pub fn curve(self) -> HostCurve {
+        self.0
+    }
+
+    /// Runs the kernels' `cs_verify_ecdsa` on the CPU; `gtab` is the curve's [`Self::build_gtable`].
+    pub fn verify(self, low_s: bool, rec: &HostRecord, gtab: &[u32]) -> bool {
         assert_eq!(gtab.len(), GTABLE_WORDS, "G table has the wrong size");
+        let f = match self.0 {
+            HostCurve::P256 => p256_ffi::verify_ecdsa,
+            HostCurve::Secp256k1 => k256_ffi::verify_ecdsa,
+            HostCurve::Sm2 => unreachable!("{NOT_ECDSA}"),
+        };
         // SAFETY: 8-word operands and a table of GTABLE_WORDS words, only read.
         unsafe {
-            ffi::cs_p256_verify_ecdsa(
+            f(
                 i32::from(low_s),
                 rec.e.as_ptr(),
                 rec.r.as_ptr(),
@@ -149,52 +217,59 @@ pub mod p256 {
         }
     }
 
-    fn scalar_op(op: i32, a: &Words, b: &Words) -> Words {
+    fn scalar_op(self, op: i32, a: &Words, b: &Words) -> Words {
+        let f = match self.0 {
+            HostCurve::P256 => p256_ffi::scalar_op,
+            HostCurve::Secp256k1 => k256_ffi::scalar_op,
+            HostCurve::Sm2 => unreachable!("{NOT_ECDSA}"),
+        };
         let mut r = [0u32; 8];
         // SAFETY: 8-word inputs and output.
-        unsafe { ffi::cs_p256_scalar_op(op, a.as_ptr(), b.as_ptr(), r.as_mut_ptr()) };
+        unsafe { f(op, a.as_ptr(), b.as_ptr(), r.as_mut_ptr()) };
         r
     }
 
     /// a·b mod n by the kernels' Montgomery products, for a, b < n.
-    pub fn scalar_mul(a: &Words, b: &Words) -> Words {
-        scalar_op(0, a, b)
+    pub fn scalar_mul(self, a: &Words, b: &Words) -> Words {
+        self.scalar_op(0, a, b)
     }
 
     /// a⁻¹ mod n by the kernels' binary Euclid, for 0 < a < n.
-    pub fn scalar_inv(a: &Words) -> Words {
-        scalar_op(1, a, &[0; 8])
+    pub fn scalar_inv(self, a: &Words) -> Words {
+        self.scalar_op(1, a, &[0; 8])
     }
 
-    /// a·b mod p by the kernels' field product.
-    pub fn fe_mul(a: &Words, b: &Words) -> Words {
-        let mut r = [0u32; 8];
-        // SAFETY: 8-word inputs and output.
-        unsafe { ffi::cs_p256_fe_mul(a.as_ptr(), b.as_ptr(), r.as_mut_ptr()) };
-        r
-    }
-
-    /// t mod p for any 512-bit t, by the kernels' reduction (with P-256's bias, see codegen.rs).
-    pub fn reduce_wide(t: &[u32; 16]) -> Words {
+    /// t mod p for any 512-bit t, by the kernels' generated reduction.
+    pub fn reduce_wide(self, t: &[u32; 16]) -> Words {
+        let f = match self.0 {
+            HostCurve::P256 => p256_ffi::reduce_wide,
+            HostCurve::Secp256k1 => k256_ffi::reduce_wide,
+            HostCurve::Sm2 => unreachable!("{NOT_ECDSA}"),
+        };
         let mut r = [0u32; 8];
         // SAFETY: 16-word input, 8-word output.
-        unsafe { ffi::cs_p256_reduce_wide(t.as_ptr(), r.as_mut_ptr()) };
+        unsafe { f(t.as_ptr(), r.as_mut_ptr()) };
         r
     }
 
-    pub fn on_curve(x: &Words, y: &Words) -> bool {
-        // SAFETY: 8-word inputs.
-        unsafe { ffi::cs_p256_on_curve(x.as_ptr(), y.as_ptr()) == 1 }
-    }
-
-    /// P-256's G table in the layout of SM2's (the same windows), every entry checked on the curve.
-    pub fn build_gtable() -> Result<Vec<u32>, String> {
-        super::assert_table_sizes_agree();
+    /// The curve's G table in the layout of SM2's (the same windows), every entry checked on the
+    /// curve.
+    pub fn build_gtable(self) -> Result<Vec<u32>, String> {
+        assert_table_sizes_agree();
+        let f = match self.0 {
+            HostCurve::P256 => p256_ffi::build_gtable,
+            HostCurve::Secp256k1 => k256_ffi::build_gtable,
+            HostCurve::Sm2 => unreachable!("{NOT_ECDSA}"),
+        };
         let mut t = vec![0u32; GTABLE_WORDS];
         // SAFETY: the buffer holds exactly the GTABLE_WORDS words the routine writes.
-        unsafe { ffi::cs_p256_build_gtable(t.as_mut_ptr()) };
-        entries_on_curve(HostCurve::P256, &t)
-            .map_err(|i| format!("P-256 fixed-base table entry {i} is not on the curve"))?;
+        unsafe { f(t.as_mut_ptr()) };
+        entries_on_curve(self.0, &t).map_err(|i| {
+            format!(
+                "{} fixed-base table entry {i} is not on the curve",
+                self.0.params().name
+            )
+        })?;
         Ok(t)
     }
 }
