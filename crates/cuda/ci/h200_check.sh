@@ -9,8 +9,8 @@
 #   3. chainsig gen, then chainsig verify --chunk C for chunk sizes that pick each small kernel,
 #      compared line by line with the generator (compare_verdicts.py);
 #   4. device_check --signers 64 and chainsig bench --signers 64 (known signers' tables);
-#   5. device_check --p256 (P-256 ECDSA kernels against RustCrypto p256 under both s rules, timed
-#      beside the CPU) and chainsig bench --alg p256 --backend cuda.
+#   5. device_check --ecdsa (P-256 and secp256k1 kernels against RustCrypto under both s rules, timed
+#      beside the CPU) and chainsig bench --alg p256,secp256k1 --backend cuda.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export CHAINSIG_CACHE_DIR=$PWD/.carry/kcache
@@ -39,10 +39,10 @@ echo "device_check signers rc=$?" | tee -a "$L"
 grep -E "NOT|MISMATCH|mismatch|verdicts|/s" "$OUT/signers_log.txt" | head -20 | tee -a "$L"
 timeout 120 $B bench --alg sm2 --backend cuda --signers 64 --repeats 7 \
   --sizes 4096,8192,172032,1048576 2>&1 | tee -a "$L"
-OUT=/tmp/dc timeout 150 ./.carry/device_check --p256 --count 1048576 > "$OUT/p256_log.txt" 2>&1
-echo "device_check p256 rc=$?" | tee -a "$L"
-cp /tmp/dc/p256.json "$OUT/" 2>/dev/null
-grep -E "MISMATCH|mismatches|verdicts|P-256|loaded" "$OUT/p256_log.txt" | head -24 | tee -a "$L"
-timeout 90 $B bench --alg p256 --backend cuda --repeats 7 \
+OUT=/tmp/dc timeout 200 ./.carry/device_check --ecdsa --count 1048576 > "$OUT/ecdsa_log.txt" 2>&1
+echo "device_check ecdsa rc=$?" | tee -a "$L"
+cp /tmp/dc/ecdsa_*.json "$OUT/" 2>/dev/null
+grep -E "MISMATCH|mismatches|verdicts|n=|loaded" "$OUT/ecdsa_log.txt" | head -24 | tee -a "$L"
+timeout 120 $B bench --alg p256,secp256k1 --backend cuda --repeats 7 \
   --sizes 4096,65536,172032,1048576 2>&1 | tee -a "$L"
 date -u | tee -a "$L"

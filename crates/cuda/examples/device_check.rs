@@ -2,7 +2,7 @@
 //! of every kernel configuration compared with the CPU reference (RustCrypto `sm2`), the async
 //! submit/confirm path checked, then the benchmark sweep. Writes CSV/JSON into $OUT (or ./out).
 //!
-//! Usage: device_check [--count N] [--quick] [--regcap] [--regcap-full-keys] [--compact] [--pairs] [--messages] [--p256]  (--regcap: the register-cap
+//! Usage: device_check [--count N] [--quick] [--regcap] [--regcap-full-keys] [--compact] [--pairs] [--messages] [--ecdsa]  (--regcap: the register-cap
 //! sweep in place of the standard one, --regcap-full-keys the same for full keys, --compact the
 //! default kernel against its compact form across batch sizes, --pairs one thread per signature
 //! against a lane pair (two per signature) across batch sizes; every run is still checked against
@@ -10,8 +10,9 @@
 //! --messages: only the records that carry messages, hashed by SM3 on the GPU, checked and timed
 //! against hashing on the host; --signers N: records of N known signers, verified with their
 //! fixed-base tables, checked and timed against the same records verified with their keys;
-//! --p256: P-256 ECDSA records through the ECDSA kernels, checked against RustCrypto `p256` under
-//! both s rules and timed against batch size beside the CPU backend)
+//! --ecdsa: P-256 and secp256k1 ECDSA records through the ECDSA kernels, checked against
+//! RustCrypto `p256` and `k256` under both s rules and timed against batch size beside the CPU
+//! backend)
 
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::batch::{Batch, PreparedItem};
@@ -32,7 +33,7 @@ fn main() {
     let mut regcap_full = false;
     let mut compact = false;
     let mut pairs = false;
-    let mut p256 = false;
+    let mut ecdsa = false;
     let mut signers = 0usize;
     let mut i = 1;
     while i < args.len() {
@@ -50,7 +51,7 @@ fn main() {
             "--regcap-full-keys" => regcap_full = true,
             "--compact" => compact = true,
             "--pairs" => pairs = true,
-            "--p256" => p256 = true,
+            "--ecdsa" => ecdsa = true,
             "--signers" => {
                 signers = args
                     .get(i + 1)
@@ -72,8 +73,11 @@ fn main() {
     if messages {
         return messages_check(count, seed, &out);
     }
-    if p256 {
-        return p256_check(count, seed, &out);
+    if ecdsa {
+        for alg in [Algorithm::P256, Algorithm::Secp256k1] {
+            ecdsa_check(alg, count, seed, &out);
+        }
+        return;
     }
     if signers > 0 {
         return signers_check(count, signers, seed, &out);
@@ -694,30 +698,29 @@ fn signers_check(count: usize, signers: usize, seed: u64, out: &std::path::Path)
     println!("all verdicts equal the CPU reference in every run, known signers and with keys");
 }
 
-/// P-256 ECDSA: fresh records (a tenth corrupted, a quarter of the valid ones with the high s,
-/// the edge cases first) against RustCrypto `p256` under both rules, at every size of the sweep and
-/// through submit/confirm; then end-to-end and kernel-only medians against batch size, beside the
-/// CPU backend on every core.
-fn p256_check(count: usize, seed: u64, out: &std::path::Path) {
+/// ECDSA (P-256 or secp256k1): fresh records (a tenth corrupted, a quarter of the valid ones with
+/// the high s, the edge cases first) against RustCrypto under both rules, through verify_batch and
+/// submit/confirm; then end-to-end and kernel-only medians against batch size, each run checked,
+/// beside the CPU backend on every core. Writes `ecdsa_<alg>.json`.
+fn ecdsa_check(alg: Algorithm, count: usize, seed: u64, out: &std::path::Path) {
     use chainsig_core::backend::Backend;
-    use chainsig_cuda::testdata_ecdsa::generate_p256;
     const REPS: usize = 9;
     let t = Instant::now();
-    let (records, verdicts) = generate_p256(count, 4096, 100, seed);
+    let (records, verdicts) = chainsig_cuda::testdata_ecdsa::generate(alg, count, 4096, 100, seed);
     let valid = verdicts.iter().filter(|v| v.any_s).count();
     let valid_low = verdicts.iter().filter(|v| v.low_s).count();
     println!(
-        "generated {count} P-256 records (seed {seed}): {valid} valid ({valid_low} under low-s) by the reference, in {:.1} s",
+        "generated {count} {alg} records (seed {seed}): {valid} valid ({valid_low} under low-s) by the reference, in {:.1} s",
         t.elapsed().as_secs_f64()
     );
     let t = Instant::now();
     let backend = CudaBackend::new(CudaConfig::default()).expect("open the backend");
-    let probe = testdata::batch_for(Algorithm::P256, false, &records[..64.min(count)]);
+    let probe = testdata::batch_for(alg, false, &records[..64.min(count)]);
     backend
         .verify_batch(&probe)
         .expect("load the ECDSA kernels");
     println!(
-        "ECDSA module loaded and self-tested in {:.2} s",
+        "{alg} ECDSA module loaded and self-tested in {:.2} s",
         t.elapsed().as_secs_f64()
     );
     let sizes: Vec<usize> = [
@@ -737,7 +740,7 @@ fn p256_check(count: usize, seed: u64, out: &std::path::Path) {
     let mut rows = Vec::new();
     let mut all_ok = true;
     for low_s in [false, true] {
-        let batch = testdata::batch_for(Algorithm::P256, low_s, &records);
+        let batch = testdata::batch_for(alg, low_s, &records);
         let map = backend.verify_batch(&batch).expect("verify");
         let bad = (0..count)
             .filter(|&i| map.get(i) != verdicts[i].get(low_s))
@@ -749,11 +752,11 @@ fn p256_check(count: usize, seed: u64, out: &std::path::Path) {
             .count();
         all_ok &= bad == 0 && bad2 == 0;
         println!(
-            "low-s {low_s}: {bad} mismatches of {count} (verify_batch), {bad2} (submit/confirm)"
+            "{alg} low-s {low_s}: {bad} mismatches of {count} (verify_batch), {bad2} (submit/confirm)"
         );
     }
     for &n in &sizes {
-        let batch = testdata::batch_for(Algorithm::P256, false, &records[..n]);
+        let batch = testdata::batch_for(alg, false, &records[..n]);
         let mut e2e = Vec::new();
         let mut kernel = Vec::new();
         let mut bad = 0;
@@ -767,6 +770,7 @@ fn p256_check(count: usize, seed: u64, out: &std::path::Path) {
                 kernel.push(kms as f64);
             }
         }
+        let want_valid = verdicts[..n].iter().filter(|v| v.any_s).count();
         let cpu_ms = median(
             (0..3)
                 .map(|_| {
@@ -774,7 +778,8 @@ fn p256_check(count: usize, seed: u64, out: &std::path::Path) {
                     let m = cpu.verify_batch(&batch).expect("CPU verify");
                     assert_eq!(
                         m.count_valid(),
-                        verdicts[..n].iter().filter(|v| v.any_s).count()
+                        want_valid,
+                        "{alg}: the CPU backend's verdicts"
                     );
                     t.elapsed().as_secs_f64() * 1e3
                 })
@@ -783,27 +788,24 @@ fn p256_check(count: usize, seed: u64, out: &std::path::Path) {
         let (e, k) = (median(e2e), median(kernel));
         all_ok &= bad == 0;
         println!(
-            "P-256 n={n:8}: end to end {e:8.3} ms ({:.3e}/s), kernel {k:8.3} ms ({:.3e}/s), CPU {cpu_ms:8.3} ms ({:.3e}/s), {bad} mismatches",
+            "{alg} n={n:8}: end to end {e:8.3} ms ({:.3e}/s), kernel {k:8.3} ms ({:.3e}/s), CPU {cpu_ms:8.3} ms ({:.3e}/s), {bad} mismatches",
             n as f64 / e * 1e3,
             n as f64 / k * 1e3,
             n as f64 / cpu_ms * 1e3
         );
         rows.push(serde_json::json!({
-            "alg": "p256", "batch": n, "e2e_ms": e, "kernel_ms": k, "cpu_ms": cpu_ms,
+            "alg": alg.to_string(), "batch": n, "e2e_ms": e, "kernel_ms": k, "cpu_ms": cpu_ms,
             "e2e_per_s": n as f64 / e * 1e3, "mismatches": bad,
         }));
     }
-    println!(
-        "{}",
-        if all_ok {
-            "all P-256 verdicts equal the reference"
-        } else {
-            "P-256 MISMATCH"
-        }
-    );
+    if all_ok {
+        println!("all {alg} verdicts equal the reference");
+    } else {
+        println!("{alg} MISMATCH");
+    }
     std::fs::write(
-        out.join("p256.json"),
+        out.join(format!("ecdsa_{alg}.json")),
         serde_json::to_string_pretty(&rows).unwrap(),
     )
-    .expect("write p256.json");
+    .expect("write the ECDSA figures");
 }

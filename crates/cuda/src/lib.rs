@@ -1,4 +1,5 @@
-//! chainsig-cuda: batch verification of SM2 signatures, and of ECDSA over P-256, on an NVIDIA GPU.
+//! chainsig-cuda: batch verification of SM2 signatures, and of ECDSA over P-256 and secp256k1, on
+//! an NVIDIA GPU.
 //!
 //! The kernels (kernels/*.cuh, CUDA C++) are compiled at first use by NVRTC for the device's own
 //! architecture and cached on disk; the curve constants are generated from `chainsig_core::curve`.

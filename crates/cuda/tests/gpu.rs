@@ -1,5 +1,6 @@
 //! On a machine with a CUDA GPU: the backend's verdicts equal the reference's, for prehashed SM2
-//! records, for SM2 records whose messages the GPU hashes, and for P-256 ECDSA records. Without a driver or GPU the tests print why they
+//! records, for SM2 records whose messages the GPU hashes, and for P-256 and secp256k1 ECDSA
+//! records. Without a driver or GPU the tests print why they
 //! skipped (the device check, examples/device_check.rs, runs these paths at scale on the H200).
 
 use chainsig_core::backend::Backend;
@@ -48,15 +49,20 @@ fn gpu_hashed_messages_give_the_references_verdicts() {
 }
 
 #[test]
-fn gpu_p256_ecdsa_verdicts_equal_p256s_under_both_rules() {
+fn gpu_ecdsa_verdicts_equal_rustcryptos_under_both_rules() {
     let Some(gpu) = backend_or_skip() else { return };
-    assert!(gpu.supports(chainsig_core::Algorithm::P256));
-    let (records, want) = chainsig_cuda::testdata_ecdsa::generate_p256(5000, 64, 200, 0x6e53);
-    for low_s in [false, true] {
-        let batch = testdata::batch_for(chainsig_core::Algorithm::P256, low_s, &records);
-        let got = gpu.verify_batch(&batch).expect("verify");
-        for (i, w) in want.iter().enumerate() {
-            assert_eq!(got.get(i), w.get(low_s), "record {i}, low-s {low_s}");
+    for alg in [
+        chainsig_core::Algorithm::P256,
+        chainsig_core::Algorithm::Secp256k1,
+    ] {
+        assert!(gpu.supports(alg));
+        let (records, want) = chainsig_cuda::testdata_ecdsa::generate(alg, 5000, 64, 200, 0x6e53);
+        for low_s in [false, true] {
+            let batch = testdata::batch_for(alg, low_s, &records);
+            let got = gpu.verify_batch(&batch).expect("verify");
+            for (i, w) in want.iter().enumerate() {
+                assert_eq!(got.get(i), w.get(low_s), "{alg} record {i}, low-s {low_s}");
+            }
         }
     }
 }
