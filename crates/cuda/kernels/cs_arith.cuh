@@ -839,6 +839,20 @@ CS_FN void pt_cmov(jpt& R, const jpt& a, bool cond) {
   fe_cmov(R.Z, a.Z, cond);
 }
 
+// The doublings' last step, the same for every a: X3 = alpha^2 - 8 beta and
+// Y3 = alpha (4 beta - X3) - 8 gamma^2, from alpha, alpha2 = alpha^2, beta = X Y^2 and
+// gamma = Y^2 (beta and gamma are overwritten).
+CS_FN void dbl_finish(jpt& R, const fe& alpha, const fe& alpha2, fe& beta, fe& gamma) {
+  fe t0, t1;
+  fe_mul_small<4>(beta, beta);
+  fe_add(t1, beta, beta);
+  fe_sub(R.X, alpha2, t1);
+  fe_sub(t0, beta, R.X);
+  fe_mul_sqr(t0, alpha, t0, gamma, gamma);
+  fe_mul_small<8>(gamma, gamma);
+  fe_sub(R.Y, t0, gamma);
+}
+
 #if CS_CURVE_A_ZERO
 // R = 2R for a = 0 (secp256k1; 3M + 4S in three steps). Infinity stays infinity.
 CS_DBL_FN void pt_dbl(jpt& R) {
@@ -847,15 +861,7 @@ CS_DBL_FN void pt_dbl(jpt& R) {
   fe_mul_small<3>(alpha, xx);  // alpha = 3 X^2
   fe_mul3<false, true, false>(beta, R.X, gamma, t0, alpha, alpha, yz, R.Y, R.Z);
   fe_add(R.Z, yz, yz);  // Z3 = 2 Y Z
-  // X3 = alpha^2 - 8 beta
-  fe_mul_small<4>(beta, beta);
-  fe_sub(t0, t0, beta);
-  fe_sub(R.X, t0, beta);
-  // Y3 = alpha (4 beta - X3) - 8 gamma^2
-  fe_sub(t0, beta, R.X);
-  fe_mul_sqr(t0, alpha, t0, gamma, gamma);
-  fe_mul_small<8>(gamma, gamma);
-  fe_sub(R.Y, t0, gamma);
+  dbl_finish(R, alpha, t0, beta, gamma);
 }
 #else
 // R = 2R for a = -3 (4M + 4S in four steps of two). Infinity stays infinity.
@@ -870,15 +876,7 @@ CS_DBL_FN void pt_dbl(jpt& R) {
   // on the GPU a square costs what a product does.
   fe_mul_sqr(yz, R.Y, R.Z, t0, alpha);
   fe_add(R.Z, yz, yz);
-  // X3 = alpha^2 - 8 beta
-  fe_mul_small<4>(beta, beta);
-  fe_add(t1, beta, beta);
-  fe_sub(R.X, t0, t1);
-  // Y3 = alpha (4 beta - X3) - 8 gamma^2
-  fe_sub(t0, beta, R.X);
-  fe_mul_sqr(t0, alpha, t0, gamma, gamma);
-  fe_mul_small<8>(gamma, gamma);
-  fe_sub(R.Y, t0, gamma);
+  dbl_finish(R, alpha, t0, beta, gamma);
 }
 #endif
 

@@ -115,8 +115,9 @@ pub fn neg_inverse_mod_2_32(m: u32) -> u32 {
     inv.wrapping_neg()
 }
 
-/// Balanced base-2^32 digits of a value below 2^256, or None if a ninth digit would be needed.
-fn balanced_digits(v: &Words) -> Option<[i64; 8]> {
+/// Balanced base-2^32 digits (each in [−2^31, 2^31)) of the words v, and the carry out of the top:
+/// the digits hold v − carry·2^256.
+fn balanced_digits_and_carry(v: &Words) -> ([i64; 8], i64) {
     let mut d = [0i64; 8];
     let mut carry = 0i64;
     for j in 0..8 {
@@ -128,6 +129,12 @@ fn balanced_digits(v: &Words) -> Option<[i64; 8]> {
         }
         d[j] = x;
     }
+    (d, carry)
+}
+
+/// Balanced digits of a value below 2^256, or None if a ninth digit would be needed.
+fn balanced_digits(v: &Words) -> Option<[i64; 8]> {
+    let (d, carry) = balanced_digits_and_carry(v);
     (carry == 0).then_some(d)
 }
 
@@ -156,20 +163,9 @@ pub struct Reduction {
 }
 
 /// Balanced digits of the negative value v − 2^256 (v < 2^256 read as its two's complement), or
-/// None if they need a ninth digit.
+/// None if they need a ninth digit: they hold it exactly when the top carried out.
 fn balanced_digits_negative(v: &Words) -> Option<[i64; 8]> {
-    let mut d = [0i64; 8];
-    let mut carry = 0i64;
-    for j in 0..8 {
-        let mut x = v[j] as i64 + carry;
-        carry = 0;
-        if x >= 1 << 31 {
-            x -= 1 << 32;
-            carry = 1;
-        }
-        d[j] = x;
-    }
-    // The digits hold v − carry·2^256, which is v − 2^256 exactly when the top carried out.
+    let (d, carry) = balanced_digits_and_carry(v);
     (carry == 1).then_some(d)
 }
 

@@ -207,6 +207,26 @@ fn edge_cases(keys: &[Key], rng: &mut ChaCha20Rng) -> Vec<Record> {
     out
 }
 
+/// `count` items made in parallel, in chunks of 4096 with a generator each, seeded from `seed` and
+/// the chunk's number shifted left by `shift`: the same items whatever the number of threads.
+pub(crate) fn in_parallel_chunks<T: Send>(
+    count: usize,
+    seed: u64,
+    shift: u32,
+    make: impl Fn(&mut ChaCha20Rng) -> T + Sync,
+) -> Vec<T> {
+    const CHUNK: usize = 4096;
+    (0..count.div_ceil(CHUNK))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((c as u64 + 1) << shift));
+            let len = CHUNK.min(count - c * CHUNK);
+            let make = &make;
+            (0..len).map(move |_| make(&mut rng))
+        })
+        .collect()
+}
+
 /// Generates `count` records (edge cases first) from `seed` with `keys` distinct signers, about
 /// `corrupt_per_mille`/1000 of the random ones corrupted; returns them with reference verdicts.
 pub fn generate(
@@ -226,35 +246,24 @@ pub fn generate(
     let mut records = edge_cases(&pool, &mut rng);
     records.truncate(count);
     let rest = count - records.len();
-    const CHUNK: usize = 4096;
-    let random: Vec<Record> = (0..rest.div_ceil(CHUNK))
-        .into_par_iter()
-        .flat_map_iter(|c| {
-            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((c as u64 + 1) << 20));
-            let len = CHUNK.min(rest - c * CHUNK);
-            let pool = &pool;
-            (0..len)
-                .map(move |_| {
-                    let key = &pool[rng.gen_range(0..pool.len())];
-                    let mut e = [0u8; 32];
-                    rng.fill_bytes(&mut e);
-                    let (r, s) = sign(key, &e, &mut rng);
-                    let mut rec = Record {
-                        e,
-                        r,
-                        s,
-                        px: key.px,
-                        py: key.py,
-                    };
-                    if rng.gen_range(0..1000) < corrupt_per_mille {
-                        let other = &pool[rng.gen_range(0..pool.len())];
-                        corrupt(&mut rec, &mut rng, other);
-                    }
-                    rec
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let random = in_parallel_chunks(rest, seed, 20, |rng| {
+        let key = &pool[rng.gen_range(0..pool.len())];
+        let mut e = [0u8; 32];
+        rng.fill_bytes(&mut e);
+        let (r, s) = sign(key, &e, rng);
+        let mut rec = Record {
+            e,
+            r,
+            s,
+            px: key.px,
+            py: key.py,
+        };
+        if rng.gen_range(0..1000) < corrupt_per_mille {
+            let other = &pool[rng.gen_range(0..pool.len())];
+            corrupt(&mut rec, rng, other);
+        }
+        rec
+    });
     records.extend(random);
     let verdicts = records.par_iter().map(reference_verify).collect();
     (records, verdicts)
@@ -314,55 +323,44 @@ pub fn generate_messages(
             (id, sk, px, py)
         })
         .collect();
-    const CHUNK: usize = 4096;
-    let records: Vec<MessageRecord> = (0..count.div_ceil(CHUNK))
-        .into_par_iter()
-        .flat_map_iter(|c| {
-            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((c as u64 + 1) << 24));
-            let len = CHUNK.min(count - c * CHUNK);
-            let pool = &pool;
-            (0..len)
-                .map(move |_| {
-                    let (id, sk, px, py) = &pool[rng.gen_range(0..pool.len())];
-                    let mlen = if rng.gen_range(0..4) == 0 {
-                        BOUNDARY_LENGTHS[rng.gen_range(0..BOUNDARY_LENGTHS.len())]
-                    } else {
-                        rng.gen_range(0..=300)
-                    };
-                    let mut msg = vec![0u8; mlen];
-                    rng.fill_bytes(&mut msg);
-                    let sig: Signature = sk.sign(&msg);
-                    let b = sig.to_bytes();
-                    let mut rec = MessageRecord {
-                        id: id.as_bytes().to_vec(),
-                        msg,
-                        r: b[..32].try_into().expect("32 bytes"),
-                        s: b[32..].try_into().expect("32 bytes"),
-                        px: *px,
-                        py: *py,
-                    };
-                    if rng.gen_range(0..1000) < corrupt_per_mille {
-                        let other = &pool[rng.gen_range(0..pool.len())];
-                        match rng.gen_range(0..6u32) {
-                            0 if !rec.msg.is_empty() => {
-                                let i = rng.gen_range(0..rec.msg.len());
-                                rec.msg[i] ^= 1 << rng.gen_range(0..8);
-                            }
-                            1 => rec.msg.push(rng.gen()),
-                            2 => rec.id = if *id == DIST_ID { OTHER_ID } else { DIST_ID }.into(),
-                            3 => rec.r[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
-                            4 => rec.s[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
-                            _ => {
-                                rec.px = other.2;
-                                rec.py = other.3;
-                            }
-                        }
-                    }
-                    rec
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let records = in_parallel_chunks(count, seed, 24, |rng| {
+        let (id, sk, px, py) = &pool[rng.gen_range(0..pool.len())];
+        let mlen = if rng.gen_range(0..4) == 0 {
+            BOUNDARY_LENGTHS[rng.gen_range(0..BOUNDARY_LENGTHS.len())]
+        } else {
+            rng.gen_range(0..=300)
+        };
+        let mut msg = vec![0u8; mlen];
+        rng.fill_bytes(&mut msg);
+        let sig: Signature = sk.sign(&msg);
+        let b = sig.to_bytes();
+        let mut rec = MessageRecord {
+            id: id.as_bytes().to_vec(),
+            msg,
+            r: b[..32].try_into().expect("32 bytes"),
+            s: b[32..].try_into().expect("32 bytes"),
+            px: *px,
+            py: *py,
+        };
+        if rng.gen_range(0..1000) < corrupt_per_mille {
+            let other = &pool[rng.gen_range(0..pool.len())];
+            match rng.gen_range(0..6u32) {
+                0 if !rec.msg.is_empty() => {
+                    let i = rng.gen_range(0..rec.msg.len());
+                    rec.msg[i] ^= 1 << rng.gen_range(0..8);
+                }
+                1 => rec.msg.push(rng.gen()),
+                2 => rec.id = if *id == DIST_ID { OTHER_ID } else { DIST_ID }.into(),
+                3 => rec.r[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+                4 => rec.s[rng.gen_range(0..32)] ^= 1 << rng.gen_range(0..8),
+                _ => {
+                    rec.px = other.2;
+                    rec.py = other.3;
+                }
+            }
+        }
+        rec
+    });
     let verdicts = records.par_iter().map(reference_verify_message).collect();
     (records, verdicts)
 }

@@ -257,38 +257,27 @@ macro_rules! ecdsa_testdata {
                 let mut records = edge_cases(&pool, &mut rng);
                 records.truncate(count);
                 let rest = count - records.len();
-                const CHUNK: usize = 4096;
-                let random: Vec<Record> = (0..rest.div_ceil(CHUNK))
-                    .into_par_iter()
-                    .flat_map_iter(|c| {
-                        let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((c as u64 + 1) << 21));
-                        let len = CHUNK.min(rest - c * CHUNK);
-                        let pool = &pool;
-                        (0..len)
-                            .map(move |_| {
-                                let key = &pool[rng.gen_range(0..pool.len())];
-                                let mut e = [0u8; 32];
-                                rng.fill_bytes(&mut e);
-                                let (r, mut s) = sign(key, &e);
-                                if rng.gen_range(0..4) == 0 {
-                                    s = negate_s(&s);
-                                }
-                                let mut rec = Record {
-                                    e,
-                                    r,
-                                    s,
-                                    px: key.px,
-                                    py: key.py,
-                                };
-                                if rng.gen_range(0..1000) < corrupt_per_mille {
-                                    let other = &pool[rng.gen_range(0..pool.len())];
-                                    corrupt(&mut rec, &mut rng, other);
-                                }
-                                rec
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .collect();
+                let random = crate::testdata::in_parallel_chunks(rest, seed, 21, |rng| {
+                    let key = &pool[rng.gen_range(0..pool.len())];
+                    let mut e = [0u8; 32];
+                    rng.fill_bytes(&mut e);
+                    let (r, mut s) = sign(key, &e);
+                    if rng.gen_range(0..4) == 0 {
+                        s = negate_s(&s);
+                    }
+                    let mut rec = Record {
+                        e,
+                        r,
+                        s,
+                        px: key.px,
+                        py: key.py,
+                    };
+                    if rng.gen_range(0..1000) < corrupt_per_mille {
+                        let other = &pool[rng.gen_range(0..pool.len())];
+                        corrupt(&mut rec, rng, other);
+                    }
+                    rec
+                });
                 records.extend(random);
                 let verdicts = records.par_iter().map(reference_verify).collect();
                 (records, verdicts)
