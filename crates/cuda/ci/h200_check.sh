@@ -42,7 +42,7 @@ timeout 120 $B bench --alg sm2 --backend cuda --signers 64 --repeats 7 \
 OUT=/tmp/dc timeout 200 ./.carry/device_check --ecdsa --count 1048576 > "$OUT/ecdsa_log.txt" 2>&1
 echo "device_check ecdsa rc=$?" | tee -a "$L"
 cp /tmp/dc/ecdsa_*.json "$OUT/" 2>/dev/null
-grep -E "MISMATCH|mismatches|verdicts|n=|loaded" "$OUT/ecdsa_log.txt" | head -24 | tee -a "$L"
+grep -E "MISMATCH|mismatches|disagree|verdicts|n=|loaded" "$OUT/ecdsa_log.txt" | head -40 | tee -a "$L"
 timeout 120 $B bench --alg p256,secp256k1 --backend cuda --repeats 7 \
   --sizes 4096,65536,172032,1048576 2>&1 | tee -a "$L"
 date -u | tee -a "$L"

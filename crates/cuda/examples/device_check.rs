@@ -12,7 +12,7 @@
 //! fixed-base tables, checked and timed against the same records verified with their keys;
 //! --ecdsa: P-256 and secp256k1 ECDSA records through the ECDSA kernels, checked against
 //! RustCrypto `p256` and `k256` under both s rules and timed against batch size beside the CPU
-//! backend)
+//! backend, and Ethereum's sender recovery checked and timed against the CPU's libsecp256k1)
 
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::batch::{Batch, PreparedItem};
@@ -698,6 +698,75 @@ fn signers_check(count: usize, signers: usize, seed: u64, out: &std::path::Path)
     println!("all verdicts equal the CPU reference in every run, known signers and with keys");
 }
 
+/// Ethereum's sender recovery on the GPU against the CPU backend (libsecp256k1): every record under
+/// both recovery ids, then end-to-end medians against batch size beside the CPU. Returns whether
+/// every recovery agreed.
+fn recovery_check(
+    backend: &CudaBackend,
+    cpu: &chainsig_cpu::CpuBackend,
+    records: &[testdata::Record],
+    sizes: &[usize],
+    rows: &mut Vec<serde_json::Value>,
+) -> bool {
+    use chainsig_core::backend::Backend;
+    use chainsig_core::RecoverItem;
+    let items: Vec<RecoverItem> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RecoverItem {
+            digest: r.e,
+            r: r.r,
+            s: r.s,
+            recovery_id: (i % 2) as u8,
+        })
+        .collect();
+    let t = Instant::now();
+    let want = cpu.recover_batch(&items).expect("recover on the CPU");
+    let cpu_all_ms = t.elapsed().as_secs_f64() * 1e3;
+    let got = backend.recover_batch(&items).expect("recover on the GPU");
+    let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+    let found = want.iter().filter(|k| k.is_some()).count();
+    println!(
+        "recovery: {bad} disagreements with the CPU in {} items ({found} senders; CPU {cpu_all_ms:.1} ms for all)",
+        items.len()
+    );
+    let mut ok = bad == 0;
+    const REPS: usize = 7;
+    for &n in sizes {
+        let part = &items[..n];
+        let mut times = Vec::new();
+        let mut wrong = 0;
+        for rep in 0..=REPS {
+            let (keys, ms) = backend.recover_timed(part).expect("recover");
+            wrong += keys.iter().zip(&want[..n]).filter(|(g, w)| g != w).count();
+            if rep > 0 {
+                times.push(ms);
+            }
+        }
+        let cpu_ms = median(
+            (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    cpu.recover_batch(part).expect("recover on the CPU");
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect(),
+        );
+        let ms = median(times);
+        ok &= wrong == 0;
+        println!(
+            "recover n={n:8}: end to end {ms:8.3} ms ({:.3e}/s), CPU {cpu_ms:8.3} ms ({:.3e}/s), {wrong} disagreements",
+            n as f64 / ms * 1e3,
+            n as f64 / cpu_ms * 1e3
+        );
+        rows.push(serde_json::json!({
+            "alg": "secp256k1-recover", "batch": n, "e2e_ms": ms, "cpu_ms": cpu_ms,
+            "e2e_per_s": n as f64 / ms * 1e3, "mismatches": wrong,
+        }));
+    }
+    ok
+}
+
 /// ECDSA (P-256 or secp256k1): fresh records (a tenth corrupted, a quarter of the valid ones with
 /// the high s, the edge cases first) against RustCrypto under both rules, through verify_batch and
 /// submit/confirm; then end-to-end and kernel-only medians against batch size, each run checked,
@@ -797,6 +866,9 @@ fn ecdsa_check(alg: Algorithm, count: usize, seed: u64, out: &std::path::Path) {
             "alg": alg.to_string(), "batch": n, "e2e_ms": e, "kernel_ms": k, "cpu_ms": cpu_ms,
             "e2e_per_s": n as f64 / e * 1e3, "mismatches": bad,
         }));
+    }
+    if alg == Algorithm::Secp256k1 {
+        all_ok &= recovery_check(&backend, &cpu, &records, &sizes, &mut rows);
     }
     if all_ok {
         println!("all {alg} verdicts equal the reference");

@@ -85,3 +85,33 @@ CS_FN bool cs_verify_ecdsa(const fe& e_in, const fe& r, const fe& s, const apt& 
   fe_set_word(zero, 0);
   return cs_x_matches(R, zero, r);  // x(R) is r or r + n
 }
+
+// Public-key recovery (Ethereum's sender recovery): Q = r^-1 (s R - e G), where R is the point
+// with x = r and the parity of y `id` names (ids 0 and 1; x = r + n, ids 2 and 3, is refused, as
+// Ethereum does). False for r or s outside [1, n), s > n/2 (Ethereum since Homestead), an r that
+// is no point's x, or Q at infinity. Q comes back affine (one inversion by Euclid).
+CS_FN bool cs_recover_ecdsa(apt& Q, const fe& e_in, const fe& r, const fe& s, u32 id,
+                            const u32* gtab) {
+  if (id > 1 || !scalar_in_range(r) || !scalar_in_range(s) || scalar_is_high(s)) return false;
+  apt R;
+  fe_copy(R.x, r);
+  if (!cs_decompress(R.y, r, id)) return false;
+  fe w, e, u1, u2;
+  inv_euclid_mod<CS_MOD_N>(w, r);
+  fe_copy(e, e_in);
+  scalar_reduce_once(e);
+  sc_mul(u1, e, w);
+  if (!fe_is_zero(u1)) {  // u1 = -e / r
+    fe n;
+    CS_LOAD_CONST(n, curve_n);
+    u256_sub(u1.v, n.v, u1.v);
+  }
+  sc_mul(u2, s, w);  // nonzero: s, w in [1, n)
+  jpt S, T;
+  mul_window(T, u2, R);
+  mul_fixed<CS_GTAB_BITS>(S, u1, gtab);
+  pt_add_jac(S, T);
+  if (fe_is_zero(S.Z)) return false;
+  pt_to_affine<CS_INV_EUCLID>(Q, S);
+  return true;
+}

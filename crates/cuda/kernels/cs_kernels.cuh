@@ -122,6 +122,42 @@ __device__ __forceinline__ void cs_verify_ecdsa_entry(const u32* __restrict__ in
     cs_verify_ecdsa_entry<LOW_S>(in, stride, count, gtab, out);                            \
   }
 
+// Recovery (kernels/cs_ecdsa.cuh): column-major rows e, r, s (8 words each), then one row of
+// recovery ids; each recovered key goes to `keys` as 16 rows (x, then y) of `stride` words, and
+// whether there is one to the verdict bitmap.
+#define CS_RECOVER_ROWS 25
+
+__device__ __forceinline__ void cs_recover_entry(const u32* __restrict__ in, u32 stride, u32 count,
+                                                 const u32* __restrict__ gtab,
+                                                 unsigned long long* __restrict__ out,
+                                                 u32* __restrict__ keys) {
+  const u32 i = cs_item();
+  bool ok = false;
+  if (i < count) {
+    fe e, r, s;
+    apt Q;
+    cs_load_column(e, in, stride, 0, i);
+    cs_load_column(r, in, stride, 8, i);
+    cs_load_column(s, in, stride, 16, i);
+    const u32 id = __ldg(in + (size_t)24 * stride + i);
+    ok = cs_recover_ecdsa(Q, e, r, s, id, gtab);
+    if (ok) {
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        keys[(size_t)j * stride + i] = Q.x.v[j];
+        keys[(size_t)(8 + j) * stride + i] = Q.y.v[j];
+      }
+    }
+  }
+  cs_write_verdicts(ok, out, blockDim.x);
+}
+
+#define CS_INSTANTIATE_RECOVER(name)                                                       \
+  extern "C" __global__ void name(const u32* in, u32 stride, u32 count, const u32* gtab,   \
+                                  unsigned long long* out, u32* keys) {                    \
+    cs_recover_entry(in, stride, count, gtab, out, keys);                                  \
+  }
+
 // Known signers: column-major rows e, r, s (8 words each), then the signer's index into ktabs,
 // which holds one fixed-base table (CS_KTABLE_WORDS words) per signer.
 #define CS_SIGNED_ROWS 25

@@ -29,6 +29,23 @@ int CS_EXPORT(verify_ecdsa)(int low_s, const u32* e, const u32* r, const u32* s,
   return ok ? 1 : 0;
 }
 
+// Recovers the key of one signature (id: the parity of R's y); 1 and the key's affine x, y when
+// there is one, else 0.
+int CS_EXPORT(recover_ecdsa)(const u32* e, const u32* r, const u32* s, u32 id, const u32* gtab,
+                             u32* x, u32* y) {
+  fe a, b, c;
+  apt Q;
+  load8(a, e);
+  load8(b, r);
+  load8(c, s);
+  if (!cs_recover_ecdsa(Q, a, b, c, id, gtab)) return 0;
+  for (int i = 0; i < 8; i++) {
+    x[i] = Q.x.v[i];
+    y[i] = Q.y.v[i];
+  }
+  return 1;
+}
+
 // Scalar arithmetic modulo n: op 0 is a b mod n, op 1 is a^-1 mod n by Euclid (b unused).
 void CS_EXPORT(scalar_op)(int op, const u32* a, const u32* b, u32* r) {
   fe x, y, z;

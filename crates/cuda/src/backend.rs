@@ -11,7 +11,7 @@ use crate::messages::MessageBatch;
 use crate::signers::{SignerBatch, SignerTables, StageSigned, SIGNED_ROWS};
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::backend::{Backend, BackendError};
-use chainsig_core::batch::{Batch, LIMBS, OPERANDS, PY};
+use chainsig_core::batch::{Batch, RecoverItem, Recovered, LIMBS, OPERANDS, PY};
 use chainsig_core::bitmap::Bitmap;
 use cudarc::driver::{
     result, sys, CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg,
@@ -273,7 +273,8 @@ impl Drop for Event {
     }
 }
 
-/// One stream's buffers. `pending` is the chunk whose bitmap words are in flight to `pin_out`.
+/// One stream's buffers. `pending` is the chunk whose bitmap words are in flight to `pin_out`
+/// (and, for a recovery chunk, whose keys are in flight to `pin_keys`).
 struct Slot {
     stream: Arc<CudaStream>,
     pin_in: Pinned<u32>,
@@ -283,8 +284,28 @@ struct Slot {
     /// Hashing input (Z_A, offsets, message bytes) of the chunk, for batches that carry messages.
     pin_msg: Pinned<u32>,
     dev_msg: DevBuf,
+    /// Recovered keys of the chunk: 16 rows (x, then y) of the chunk's padded length.
+    pin_keys: Pinned<u32>,
+    dev_keys: DevBuf,
     done: Event,
-    pending: Option<(usize, usize, usize)>, // (work, first item, items)
+    pending: Option<Pending>,
+}
+
+/// The chunk a slot has in flight.
+#[derive(Clone, Copy)]
+struct Pending {
+    work: usize,
+    first: usize,
+    items: usize,
+    /// The chunk's padded length when it brings recovered keys back, else 0.
+    keys_stride: usize,
+}
+
+/// What the pipeline brings back for each work: verdict words, and recovered keys (x and y as
+/// little-endian words) for a recovery work, empty for the others.
+struct Outputs {
+    words: Vec<Vec<u64>>,
+    keys: Vec<Vec<[u32; 16]>>,
 }
 
 /// A loaded verification kernel, the threads it runs per signature and its block size.
@@ -329,6 +350,7 @@ struct EcdsaKernels {
     alg: Algorithm,
     any_s: Loaded,
     low_s: Loaded,
+    recover: Loaded,
     gtab: DevBuf,
 }
 
@@ -386,6 +408,8 @@ enum Work<'a> {
     Signed(&'a dyn StageSigned, Hashing<'a>),
     /// ECDSA records with their keys (P-256 or secp256k1), through the curve's loaded kernels.
     Ecdsa(&'a Batch),
+    /// Public-key recovery on the curve of the algorithm: verdicts and keys.
+    Recover(Algorithm, &'a [RecoverItem]),
 }
 
 impl Work<'_> {
@@ -393,13 +417,14 @@ impl Work<'_> {
         match self {
             Work::Records(b, _) | Work::Ecdsa(b) => b.len(),
             Work::Signed(b, _) => b.len(),
+            Work::Recover(_, items) => items.len(),
         }
     }
 
     fn hashing(&self) -> Hashing<'_> {
         match self {
             Work::Records(_, h) | Work::Signed(_, h) => *h,
-            Work::Ecdsa(_) => None,
+            Work::Ecdsa(_) | Work::Recover(..) => None,
         }
     }
 }
@@ -466,6 +491,32 @@ fn stage(batch: &Batch, k: &KernelConfig, i0: usize, m: usize, mp: usize, dst: &
             }
             *out = bits;
         }
+    }
+}
+
+/// Stages recovery items in the recovery kernel's rows (e, r, s as little-endian words, then the
+/// recovery ids), padded stride `mp`.
+fn stage_recover(items: &[RecoverItem], mp: usize, dst: &mut [u32]) {
+    use rayon::prelude::*;
+    let word = |bytes: &[u8; 32], j: usize| {
+        u32::from_be_bytes(bytes[28 - 4 * j..32 - 4 * j].try_into().expect("4 bytes"))
+    };
+    let fill = |(row, d): (usize, &mut [u32])| {
+        let (operand, j) = (row / LIMBS, row % LIMBS);
+        for (slot, item) in d.iter_mut().zip(items) {
+            *slot = match operand {
+                0 => word(&item.digest, j),
+                1 => word(&item.r, j),
+                2 => word(&item.s, j),
+                _ => u32::from(item.recovery_id),
+            };
+        }
+    };
+    let rows = &mut dst[..kernel::RECOVER_ROWS * mp];
+    if items.len() >= 16384 {
+        rows.par_chunks_mut(mp).enumerate().for_each(fill);
+    } else {
+        rows.chunks_mut(mp).enumerate().for_each(fill);
     }
 }
 
@@ -584,6 +635,8 @@ impl Engine {
                 dev_out: DevBuf::new(8)?,
                 pin_msg: Pinned::new(1)?,
                 dev_msg: DevBuf::new(4)?,
+                pin_keys: Pinned::new(1)?,
+                dev_keys: DevBuf::new(4)?,
                 done: Event::new(false)?,
                 pending: None,
             });
@@ -710,6 +763,7 @@ impl Engine {
             load(kernel::ECDSA_KERNEL)?,
             load(kernel::ECDSA_LOW_S_KERNEL)?,
         );
+        let recover = load(kernel::RECOVER_KERNEL)?;
         let check = module
             .load_function("cs_field_check")
             .map_err(|e| device_err("cuModuleGetFunction (ECDSA)", e))?;
@@ -729,6 +783,7 @@ impl Engine {
             alg,
             any_s,
             low_s,
+            recover,
             gtab,
         })
     }
@@ -747,7 +802,56 @@ impl Engine {
                 )));
             }
         }
+        // Recovery of the same records under both ids, against the host build (which CI checks
+        // against libsecp256k1).
+        let items: Vec<RecoverItem> = records
+            .iter()
+            .flat_map(|r| {
+                (0..2).map(|id| RecoverItem {
+                    digest: r.e,
+                    r: r.r,
+                    s: r.s,
+                    recovery_id: id,
+                })
+            })
+            .collect();
+        let out = self.pipeline(&[Work::Recover(alg, &items)])?;
+        let host = ecdsa_host_curve(alg)?.ecdsa().expect("an ECDSA curve");
+        let gtab = ecdsa_gtable(alg)?;
+        for (i, item) in items.iter().enumerate() {
+            let want = host.recover(
+                &crate::codegen::words_from_be(&item.digest),
+                &crate::codegen::words_from_be(&item.r),
+                &crate::codegen::words_from_be(&item.s),
+                u32::from(item.recovery_id),
+                gtab,
+            );
+            let got = out.words[0][i / 64] >> (i % 64) & 1 == 1;
+            let same = match want {
+                Some((x, y)) => got && out.keys[0][i][..8] == x && out.keys[0][i][8..] == y,
+                None => !got,
+            };
+            if !same {
+                return Err(unavailable(format!(
+                    "the GPU's {alg} recovery of self-test item {i} differs from the host build's"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// Ethereum's sender recovery on secp256k1: the signer of item i, or None.
+    fn recover(&mut self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
+        use rayon::prelude::*;
+        self.ecdsa(Algorithm::Secp256k1)?;
+        let out = self.pipeline(&[Work::Recover(Algorithm::Secp256k1, items)])?;
+        let (words, keys) = (&out.words[0], &out.keys[0]);
+        Ok((0..items.len())
+            .into_par_iter()
+            .map(|i| {
+                (words[i / 64] >> (i % 64) & 1 == 1).then(|| Recovered::from_pubkey(sec1(&keys[i])))
+            })
+            .collect())
     }
 
     /// ECDSA records, verdict i for record i.
@@ -765,12 +869,21 @@ impl Engine {
         }
     }
 
-    fn harvest(slot: &mut Slot, words: &mut [Vec<u64>]) -> Result<(), BackendError> {
-        if let Some((w, i0, m)) = slot.pending.take() {
+    fn harvest(slot: &mut Slot, out: &mut Outputs) -> Result<(), BackendError> {
+        if let Some(p) = slot.pending.take() {
             slot.done.sync()?;
-            let w0 = i0 / 64;
-            let n = m.div_ceil(64);
-            words[w][w0..w0 + n].copy_from_slice(&slot.pin_out.as_slice()[..n]);
+            let w0 = p.first / 64;
+            let n = p.items.div_ceil(64);
+            out.words[p.work][w0..w0 + n].copy_from_slice(&slot.pin_out.as_slice()[..n]);
+            if p.keys_stride > 0 {
+                let rows = slot.pin_keys.as_slice();
+                let keys = &mut out.keys[p.work][p.first..p.first + p.items];
+                for (i, key) in keys.iter_mut().enumerate() {
+                    for (j, word) in key.iter_mut().enumerate() {
+                        *word = rows[j * p.keys_stride + i];
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -920,10 +1033,30 @@ impl Engine {
     /// bitmap per work. A work with messages has each chunk's digests computed on the GPU by the
     /// SM3 kernel (into the e rows of the staged input) just before its verification kernel.
     fn run_all(&mut self, works: &[Work]) -> Result<Vec<Bitmap>, BackendError> {
-        let mut words: Vec<Vec<u64>> = works
-            .iter()
-            .map(|w| vec![0u64; w.len().div_ceil(64)])
-            .collect();
+        let out = self.pipeline(works)?;
+        Ok(out
+            .words
+            .into_iter()
+            .zip(works)
+            .map(|(words, work)| Bitmap::from_words(words, work.len()))
+            .collect())
+    }
+
+    /// The chunk pipeline of [`Engine::run_all`], with the recovered keys of recovery works.
+    fn pipeline(&mut self, works: &[Work]) -> Result<Outputs, BackendError> {
+        let mut out = Outputs {
+            words: works
+                .iter()
+                .map(|w| vec![0u64; w.len().div_ceil(64)])
+                .collect(),
+            keys: works
+                .iter()
+                .map(|w| match w {
+                    Work::Recover(_, items) => vec![[0u32; 16]; items.len()],
+                    _ => Vec::new(),
+                })
+                .collect(),
+        };
         let total: usize = works.iter().map(Work::len).sum();
         if total > 0 {
             self.ctx
@@ -933,16 +1066,12 @@ impl Engine {
         let chunk = self.chunk_len(total);
         let mut c = 0; // chunks launched, over every work
         for (w, &work) in works.iter().enumerate() {
-            c = self.launch_chunks(w, work, chunk, c, &mut words)?;
+            c = self.launch_chunks(w, work, chunk, c, &mut out)?;
         }
         for slot in &mut self.slots {
-            Self::harvest(slot, &mut words)?;
+            Self::harvest(slot, &mut out)?;
         }
-        Ok(words
-            .into_iter()
-            .zip(works)
-            .map(|(words, work)| Bitmap::from_words(words, work.len()))
-            .collect())
+        Ok(out)
     }
 
     /// Stages and launches the chunks of work `w`, chunk numbers from `c` on (chunk `c` goes to
@@ -954,7 +1083,7 @@ impl Engine {
         work: Work,
         chunk: usize,
         mut c: usize,
-        words: &mut [Vec<u64>],
+        out: &mut Outputs,
     ) -> Result<usize, BackendError> {
         let len = work.len();
         // Borrows of single fields only: the loop below borrows the slots mutably.
@@ -979,6 +1108,10 @@ impl Engine {
                     kernel::ecdsa_config(),
                 )
             }
+            Work::Recover(alg, _) => {
+                let ecdsa = loaded_ecdsa(&self.ecdsa, alg);
+                (&ecdsa.recover, ecdsa.gtab.ptr, kernel::ecdsa_config())
+            }
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
         let nslots = self.slots.len();
@@ -989,10 +1122,16 @@ impl Engine {
             let in_words = match work {
                 Work::Records(..) | Work::Ecdsa(_) => chunk_words(&k, mp),
                 Work::Signed(..) => SIGNED_ROWS * mp,
+                Work::Recover(..) => kernel::RECOVER_ROWS * mp,
             };
+            let keys_stride = if let Work::Recover(..) = work { mp } else { 0 };
             let slot = &mut self.slots[c % nslots];
             c += 1;
-            Self::harvest(slot, words)?;
+            Self::harvest(slot, out)?;
+            if slot.pin_keys.len < 16 * keys_stride {
+                slot.pin_keys = Pinned::new(16 * keys_stride)?;
+                slot.dev_keys = DevBuf::new(16 * keys_stride * 4)?;
+            }
             if slot.pin_in.len < in_words {
                 slot.pin_in = Pinned::new(in_words)?;
                 slot.dev_in = DevBuf::new(in_words * 4)?;
@@ -1006,6 +1145,9 @@ impl Engine {
                     stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice())
                 }
                 Work::Signed(batch, _) => batch.stage(i0, m, mp, slot.pin_in.as_mut_slice()),
+                Work::Recover(_, items) => {
+                    stage_recover(&items[i0..i0 + m], mp, slot.pin_in.as_mut_slice())
+                }
             }
             let s = slot.stream.cu_stream();
             // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers are not
@@ -1064,16 +1206,31 @@ impl Engine {
                 b.arg(&ktabs);
             }
             b.arg(&dout);
+            let dkeys = slot.dev_keys.ptr;
+            if keys_stride > 0 {
+                b.arg(&dkeys);
+            }
             // SAFETY: argument types match the kernel's (u64 pointers, u32 stride and count, and
-            // for cs_verify_signed the tables' pointer before the output's).
+            // for cs_verify_signed the tables' pointer before the output's, for the recovery
+            // kernel the keys' pointer after it).
             unsafe { b.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
-            // SAFETY: as for the copy in.
+            // SAFETY: as for the copy in (pin_keys and dev_keys hold 16 keys_stride words).
             unsafe {
                 result::memcpy_dtoh_async(&mut slot.pin_out.as_mut_slice()[..out_words], dout, s)
                     .map_err(|e| device_err("copy out", e))?;
+                if keys_stride > 0 {
+                    let keys = &mut slot.pin_keys.as_mut_slice()[..16 * keys_stride];
+                    result::memcpy_dtoh_async(keys, dkeys, s)
+                        .map_err(|e| device_err("copy keys out", e))?;
+                }
             }
             slot.done.record(&slot.stream)?;
-            slot.pending = Some((w, i0, m));
+            slot.pending = Some(Pending {
+                work: w,
+                first: i0,
+                items: m,
+                keys_stride,
+            });
         }
         Ok(c)
     }
@@ -1147,6 +1304,16 @@ fn gtable() -> Result<&'static [u32], BackendError> {
             backend: NAME.into(),
             reason: e.clone(),
         })
+}
+
+/// The uncompressed SEC1 encoding of a key held as the kernels' words (x, then y, little-endian).
+fn sec1(key: &[u32; 16]) -> [u8; 65] {
+    let mut out = [4u8; 65];
+    for (j, w) in key.iter().enumerate() {
+        let (base, k) = (if j < 8 { 1 } else { 33 }, j % 8);
+        out[base + 28 - 4 * k..base + 32 - 4 * k].copy_from_slice(&w.to_be_bytes());
+    }
+    out
 }
 
 /// The ECDSA kernels of `alg` among those [`Engine::ecdsa`] has loaded (a field borrow, so that
@@ -1352,6 +1519,22 @@ impl CudaBackend {
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 
+    /// [`Backend::recover_batch`] with wall-clock time in milliseconds (the kernels loaded and
+    /// checked first, outside the clock).
+    pub fn recover_timed(
+        &self,
+        items: &[RecoverItem],
+    ) -> Result<(Vec<Option<Recovered>>, f64), BackendError> {
+        let mut e = self
+            .engine
+            .lock()
+            .map_err(|_| device_err("recover", "poisoned lock"))?;
+        e.ecdsa(Algorithm::Secp256k1)?;
+        let t = Instant::now();
+        let keys = e.recover(items)?;
+        Ok((keys, t.elapsed().as_secs_f64() * 1e3))
+    }
+
     /// End-to-end verification with wall-clock time in milliseconds (SM2 through the default
     /// kernel, known signers or not; ECDSA through the curve's kernels).
     pub fn verify_timed(&self, batch: &Batch) -> Result<(Bitmap, f64), BackendError> {
@@ -1389,8 +1572,8 @@ fn check_batch(batch: &Batch) -> Result<(), BackendError> {
     Ok(())
 }
 
-/// The algorithms the backend verifies: SM2, and ECDSA on P-256 and secp256k1 (verification with
-/// the key; Ethereum's sender recovery stays on the CPU).
+/// The algorithms the backend verifies: SM2, and ECDSA on P-256 and secp256k1; it also recovers
+/// Ethereum's senders (secp256k1).
 fn supported(alg: Algorithm) -> bool {
     matches!(alg, Algorithm::Sm2 | Algorithm::P256 | Algorithm::Secp256k1)
 }
@@ -1412,6 +1595,19 @@ impl Backend for CudaBackend {
             .lock()
             .map_err(|_| device_err("verify", "poisoned lock"))?
             .verify_any(batch)
+    }
+
+    fn recovers(&self) -> bool {
+        true
+    }
+
+    /// Ethereum's sender recovery on the GPU: the key by the ECDSA module's recovery kernel (s
+    /// above n/2 refused), the address by Keccak-256 on the host's cores.
+    fn recover_batch(&self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
+        self.engine
+            .lock()
+            .map_err(|_| device_err("recover", "poisoned lock"))?
+            .recover(items)
     }
 
     /// e = SM3(Z_A ‖ M) is computed on the GPU for each chunk, then the chunk is verified as
@@ -1491,6 +1687,51 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn recovery_staging_places_every_word() {
+        let items: Vec<RecoverItem> = (0..70u8)
+            .map(|i| {
+                let mut it = RecoverItem {
+                    digest: [i; 32],
+                    r: [0; 32],
+                    s: [0; 32],
+                    recovery_id: i % 2,
+                };
+                it.r[31] = i; // least significant byte: word 0's low byte
+                it.s[0] = i; // most significant byte: word 7's high byte
+                it
+            })
+            .collect();
+        let mp = 128;
+        let mut dst = vec![u32::MAX; kernel::RECOVER_ROWS * mp];
+        stage_recover(&items, mp, &mut dst);
+        for (i, it) in items.iter().enumerate() {
+            let d = it.digest[0] as u32;
+            for j in 0..LIMBS {
+                assert_eq!(dst[j * mp + i], d * 0x0101_0101, "e word {j} of item {i}");
+            }
+            assert_eq!(dst[LIMBS * mp + i], i as u32, "r word 0");
+            assert_eq!(dst[(LIMBS + 7) * mp + i], 0);
+            assert_eq!(dst[(2 * LIMBS + 7) * mp + i], (i as u32) << 24, "s word 7");
+            assert_eq!(dst[3 * LIMBS * mp + i], u32::from(it.recovery_id));
+        }
+        // The padding past the items is left alone.
+        assert_eq!(dst[items.len()], u32::MAX);
+    }
+
+    #[test]
+    fn the_uncompressed_encoding_puts_the_top_words_first() {
+        let mut key = [0u32; 16];
+        key[7] = 0x0102_0304; // x's top word
+        key[0] = 0x0a0b_0c0d; // x's bottom word
+        key[15] = 0x1112_1314; // y's top word
+        let b = sec1(&key);
+        assert_eq!(b[0], 4);
+        assert_eq!(&b[1..5], &[1, 2, 3, 4]);
+        assert_eq!(&b[29..33], &[0x0a, 0x0b, 0x0c, 0x0d]);
+        assert_eq!(&b[33..37], &[0x11, 0x12, 0x13, 0x14]);
     }
 
     #[test]

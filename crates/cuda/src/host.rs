@@ -84,8 +84,8 @@ mod ffi {
 
 /// The C ABI of one build of kernels/host_ecdsa.cpp, under its prefix.
 macro_rules! ecdsa_ffi {
-    ($module:ident, $verify:literal, $scalar:literal, $fe_mul:literal, $reduce:literal,
-     $gtable:literal, $on_curve:literal) => {
+    ($module:ident, $verify:literal, $recover:literal, $scalar:literal, $fe_mul:literal,
+     $reduce:literal, $gtable:literal, $on_curve:literal) => {
         mod $module {
             extern "C" {
                 #[link_name = $verify]
@@ -97,6 +97,16 @@ macro_rules! ecdsa_ffi {
                     px: *const u32,
                     py: *const u32,
                     gtab: *const u32,
+                ) -> i32;
+                #[link_name = $recover]
+                pub fn recover_ecdsa(
+                    e: *const u32,
+                    r: *const u32,
+                    s: *const u32,
+                    id: u32,
+                    gtab: *const u32,
+                    x: *mut u32,
+                    y: *mut u32,
                 ) -> i32;
                 #[link_name = $scalar]
                 pub fn scalar_op(op: i32, a: *const u32, b: *const u32, r: *mut u32);
@@ -115,6 +125,7 @@ macro_rules! ecdsa_ffi {
 ecdsa_ffi!(
     p256_ffi,
     "cs_p256_verify_ecdsa",
+    "cs_p256_recover_ecdsa",
     "cs_p256_scalar_op",
     "cs_p256_fe_mul",
     "cs_p256_reduce_wide",
@@ -124,6 +135,7 @@ ecdsa_ffi!(
 ecdsa_ffi!(
     k256_ffi,
     "cs_k256_verify_ecdsa",
+    "cs_k256_recover_ecdsa",
     "cs_k256_scalar_op",
     "cs_k256_fe_mul",
     "cs_k256_reduce_wide",
@@ -215,6 +227,38 @@ impl EcdsaHost {
                 gtab.as_ptr(),
             ) == 1
         }
+    }
+
+    /// Runs the kernels' `cs_recover_ecdsa` on the CPU: the affine key (x, y) that signed digest
+    /// e with (r, s), R's y parity being `id`, or None (see kernels/cs_ecdsa.cuh).
+    pub fn recover(
+        self,
+        e: &Words,
+        r: &Words,
+        s: &Words,
+        id: u32,
+        gtab: &[u32],
+    ) -> Option<(Words, Words)> {
+        assert_eq!(gtab.len(), GTABLE_WORDS, "G table has the wrong size");
+        let f = match self.0 {
+            HostCurve::P256 => p256_ffi::recover_ecdsa,
+            HostCurve::Secp256k1 => k256_ffi::recover_ecdsa,
+            HostCurve::Sm2 => unreachable!("{NOT_ECDSA}"),
+        };
+        let (mut x, mut y) = ([0u32; 8], [0u32; 8]);
+        // SAFETY: 8-word operands and outputs, a table of GTABLE_WORDS words, only read.
+        let ok = unsafe {
+            f(
+                e.as_ptr(),
+                r.as_ptr(),
+                s.as_ptr(),
+                id,
+                gtab.as_ptr(),
+                x.as_mut_ptr(),
+                y.as_mut_ptr(),
+            )
+        };
+        (ok == 1).then_some((x, y))
     }
 
     fn scalar_op(self, op: i32, a: &Words, b: &Words) -> Words {

@@ -29,6 +29,10 @@ pub const SIGNED_KERNEL: &str = "cs_verify_signed";
 /// (s > n/2 rejected, as [`chainsig_core::Batch::low_s`] asks).
 pub const ECDSA_KERNEL: &str = "cs_verify_ecdsa";
 pub const ECDSA_LOW_S_KERNEL: &str = "cs_verify_ecdsa_low_s";
+/// The public-key recovery kernel of an ECDSA module (Ethereum's sender recovery).
+pub const RECOVER_KERNEL: &str = "cs_recover_ecdsa_keys";
+/// Rows of a recovery chunk: e, r, s (8 words each) and the recovery ids (kernels/cs_kernels.cuh).
+pub const RECOVER_ROWS: usize = 25;
 
 /// The compile-time switches of one kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -303,12 +307,14 @@ pub fn source(
     Ok(s)
 }
 
-/// Source of a curve's ECDSA module: [`ECDSA_KERNEL`] and [`ECDSA_LOW_S_KERNEL`], one thread per
-/// signature, with the fast mode's multiplications (and `cs_field_check`).
+/// Source of a curve's ECDSA module: [`ECDSA_KERNEL`], [`ECDSA_LOW_S_KERNEL`] and
+/// [`RECOVER_KERNEL`], one thread per signature, with the fast mode's multiplications (and
+/// `cs_field_check`).
 pub fn ecdsa_source(curve: &CurveParams) -> Result<String, codegen::CodegenError> {
     let mut s = common_source(curve)?;
     s.push_str(&format!(
-        "CS_INSTANTIATE_ECDSA({ECDSA_KERNEL}, 0)\nCS_INSTANTIATE_ECDSA({ECDSA_LOW_S_KERNEL}, 1)\n"
+        "CS_INSTANTIATE_ECDSA({ECDSA_KERNEL}, 0)\nCS_INSTANTIATE_ECDSA({ECDSA_LOW_S_KERNEL}, 1)\n\
+         CS_INSTANTIATE_RECOVER({RECOVER_KERNEL})\n"
     ));
     Ok(s)
 }

@@ -49,6 +49,39 @@ fn gpu_hashed_messages_give_the_references_verdicts() {
 }
 
 #[test]
+fn gpu_recovery_finds_the_senders_the_cpu_finds() {
+    use chainsig_core::RecoverItem;
+    let Some(gpu) = backend_or_skip() else { return };
+    assert!(gpu.recovers());
+    let (records, _) = chainsig_cuda::testdata_ecdsa::generate(
+        chainsig_core::Algorithm::Secp256k1,
+        3000,
+        64,
+        200,
+        0x6e54,
+    );
+    let items: Vec<RecoverItem> = records
+        .iter()
+        .flat_map(|r| {
+            (0..2).map(|id| RecoverItem {
+                digest: r.e,
+                r: r.r,
+                s: r.s,
+                recovery_id: id,
+            })
+        })
+        .collect();
+    let got = gpu.recover_batch(&items).expect("recover");
+    let want = chainsig_cpu::CpuBackend::new()
+        .recover_batch(&items)
+        .expect("recover on the CPU");
+    assert_eq!(got.len(), items.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "item {i}");
+    }
+}
+
+#[test]
 fn gpu_ecdsa_verdicts_equal_rustcryptos_under_both_rules() {
     let Some(gpu) = backend_or_skip() else { return };
     for alg in [

@@ -273,3 +273,74 @@ fn edge_cases_are_decided_as_expected() {
         }
     }
 }
+
+/// A key's words as SEC1 uncompressed bytes.
+fn sec1(x: &Words, y: &Words) -> [u8; 65] {
+    let mut out = [4u8; 65];
+    for j in 0..8 {
+        out[1 + 28 - 4 * j..1 + 32 - 4 * j].copy_from_slice(&x[j].to_be_bytes());
+        out[33 + 28 - 4 * j..33 + 32 - 4 * j].copy_from_slice(&y[j].to_be_bytes());
+    }
+    out
+}
+
+#[test]
+fn recovery_finds_the_keys_libsecp256k1_finds() {
+    use chainsig_core::RecoverItem;
+    use chainsig_cpu::ecdsa_secp256k1::{recover, SRule};
+    let curve = HostCurve::Secp256k1;
+    let (h, gtab) = (host_of(curve), gtable(curve));
+    let (records, verdicts) = generate(Algorithm::Secp256k1, 600, 32, 250, 36);
+    let mut rng = ChaCha20Rng::seed_from_u64(37);
+    let mut items = Vec::new();
+    for rec in &records {
+        for id in 0..2 {
+            items.push(RecoverItem {
+                digest: rec.e,
+                r: rec.r,
+                s: rec.s,
+                recovery_id: id,
+            });
+        }
+    }
+    // Ids 2 and 3 (x = r + n) are refused; random r are no point's x about half the time.
+    for id in [2, 3] {
+        items.push(RecoverItem {
+            recovery_id: id,
+            ..items[0]
+        });
+    }
+    for _ in 0..60 {
+        let mut r = [0u8; 32];
+        rng.fill_bytes(&mut r);
+        r[0] &= 0x7f; // below n
+        items.push(RecoverItem { r, ..items[0] });
+    }
+    let (mut found, mut own_keys) = (0, 0);
+    for (i, item) in items.iter().enumerate() {
+        let want = recover(item, SRule::LowOnly).map(|k| k.pubkey);
+        let got = h
+            .recover(
+                &words_from_be(&item.digest),
+                &words_from_be(&item.r),
+                &words_from_be(&item.s),
+                u32::from(item.recovery_id),
+                gtab,
+            )
+            .map(|(x, y)| sec1(&x, &y));
+        assert_eq!(got, want, "item {i}: {item:?}");
+        found += usize::from(got.is_some());
+        if let Some(rec) = records.get(i / 2) {
+            let key = [&[4u8][..], &rec.px, &rec.py].concat();
+            own_keys += usize::from(got.is_some_and(|k| k[..] == key[..]));
+        }
+    }
+    // Every valid low-s signature recovers its own key under one of the two ids.
+    let valid_low = verdicts.iter().filter(|v| v.low_s).count();
+    assert_eq!(own_keys, valid_low);
+    assert!(
+        found > items.len() / 3,
+        "{found} of {} recovered",
+        items.len()
+    );
+}

@@ -70,7 +70,11 @@ fn ecdsa_kernels_compile_for_sm90_within_the_default_spill_budget() {
         .collect();
     let budget = kernel::ecdsa_config().spill_budget();
     for (curve, res) in ["P-256", "secp256k1"].iter().zip(&reports) {
-        for name in [kernel::ECDSA_KERNEL, kernel::ECDSA_LOW_S_KERNEL] {
+        for name in [
+            kernel::ECDSA_KERNEL,
+            kernel::ECDSA_LOW_S_KERNEL,
+            kernel::RECOVER_KERNEL,
+        ] {
             let r = res
                 .iter()
                 .find(|r| r.kernel == name)
