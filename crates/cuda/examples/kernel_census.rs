@@ -5,8 +5,9 @@
 //! class. This is the measurement behind "instructions per multiplication" in crates/cuda/README.md:
 //! static counts need no GPU, so a change to the arithmetic can be weighed before a device run.
 //! Rows ending in `:common` count what an operation executes almost always (the reduction's rare
-//! corrections compiled out, their test and branch kept); the last line adds them up over a fast
-//! verification's loops.
+//! corrections compiled out, their test and branch kept); a line adds them up over a fast
+//! verification's loops. The ECDSA modules of P-256 and secp256k1 follow, their rows prefixed with
+//! the curve: their kernels, the same micro kernels on their arithmetic, and the scalar product.
 //!
 //! Usage: kernel_census [DIR]   (writes DIR/census*.cubin and DIR/kernel_census.csv; DIR defaults
 //! to $OUT or ./out). Needs libnvrtc; cuobjdump from $CUOBJDUMP or PATH (the CUDA toolkit, or the
@@ -76,6 +77,15 @@ fn census(sass: &str) -> BTreeMap<String, BTreeMap<&'static str, usize>> {
     out
 }
 
+/// The SASS of a cubin, by cuobjdump.
+fn disassemble(tool: &str, cubin: &str) -> String {
+    match Command::new(tool).args(["-sass", cubin]).output() {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Ok(o) => panic!("{tool} failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => panic!("cannot run {tool} ({e}); set CUOBJDUMP to its path"),
+    }
+}
+
 fn main() {
     let dir = std::env::args()
         .nth(1)
@@ -110,11 +120,7 @@ fn main() {
         }
         let cubin = format!("{dir}/census{i}.cubin");
         std::fs::write(&cubin, &compiled.cubin).expect("write the cubin");
-        let sass = match Command::new(&tool).args(["-sass", &cubin]).output() {
-            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
-            Ok(o) => panic!("{tool} failed: {}", String::from_utf8_lossy(&o.stderr)),
-            Err(e) => panic!("cannot run {tool} ({e}); set CUOBJDUMP to its path"),
-        };
+        let sass = disassemble(&tool, &cubin);
         // From the second module only its verification kernel (the self-test repeats the first);
         // from the third only the micro kernels, named for their common path.
         counts.extend(census(&sass).into_iter().filter_map(|(f, c)| match i {
@@ -129,6 +135,44 @@ fn main() {
             .map(|(_, v)| v)
             .sum()
     };
+    // The ECDSA modules: the kernels as the backend compiles them, then the micro kernels on the
+    // curve's arithmetic, common path only.
+    for (tag, curve) in [
+        ("p256", chainsig_core::curve::P256),
+        ("secp256k1", chainsig_core::curve::SECP256K1),
+    ] {
+        let cfg = kernel::ecdsa_config();
+        for common in [false, true] {
+            let mut src = kernel::ecdsa_source(&curve).expect("ECDSA kernel source");
+            if common {
+                src = format!(
+                    "#define CS_CENSUS_COMMON_PATH 1\n#define CS_CENSUS_ECDSA 1\n{src}\n{CENSUS}"
+                );
+            }
+            let compiled = kernel::compile_uncached(&src, &kernel::config_options(&cfg, "sm_90"))
+                .expect("NVRTC");
+            let cubin = format!("{dir}/census_{tag}{}.cubin", u8::from(common));
+            std::fs::write(&cubin, &compiled.cubin).expect("write the cubin");
+            counts.extend(
+                census(&disassemble(&tool, &cubin))
+                    .into_iter()
+                    .filter_map(|(f, c)| {
+                        match common {
+                            false => {
+                                f.starts_with("cs_verify_ecdsa") || f.starts_with("cs_recover")
+                            }
+                            true => f.starts_with("census_"),
+                        }
+                        .then(|| {
+                            (
+                                format!("{tag}:{f}{}", if common { ":common" } else { "" }),
+                                c,
+                            )
+                        })
+                    }),
+            );
+        }
+    }
     let base = counts.get("census_base").map(arith).unwrap_or(0);
     let names: Vec<&str> = CLASSES.iter().map(|(n, _)| *n).chain(["other"]).collect();
     let mut csv = format!("function,arithmetic_net,{}\n", names.join(","));
@@ -141,7 +185,7 @@ fn main() {
     for (f, c) in &counts {
         // Net of the baseline's address arithmetic for the micro kernels; the whole count for the
         // verification kernel (static: loops count once).
-        let net = if f.starts_with("census_") {
+        let net = if f.contains("census_") {
             arith(c).saturating_sub(base)
         } else {
             arith(c)
@@ -167,19 +211,21 @@ fn main() {
     // 256 doublings, 64 additions of a window entry and the fixed-base table's additions, each
     // addition without the copy of the doubling it holds for the case R = Q.
     let net_of = |f: &str| counts.get(f).map(|c| arith(c).saturating_sub(base));
-    if let (Some(dbl), Some(coz), Some(aff)) = (
-        net_of("census_pt_dbl:common"),
-        net_of("census_pt_add_coz:common"),
-        net_of("census_pt_add_affine:common"),
-    ) {
-        let g_adds = 256usize.div_ceil(chainsig_cuda::host::GTABLE_BITS);
-        let walk = 256 * dbl + 64 * (coz - dbl) + g_adds * (aff - dbl);
-        println!(
-            "fast verification, loops only (common path): 256 x {dbl} + 64 x {} + {g_adds} x {} = {walk} instructions",
-            coz - dbl,
-            aff - dbl
-        );
-        csv.push_str(&format!("fast_verification_loops_common,{walk}\n"));
+    for prefix in ["", "p256:", "secp256k1:"] {
+        if let (Some(dbl), Some(coz), Some(aff)) = (
+            net_of(&format!("{prefix}census_pt_dbl:common")),
+            net_of(&format!("{prefix}census_pt_add_coz:common")),
+            net_of(&format!("{prefix}census_pt_add_affine:common")),
+        ) {
+            let g_adds = 256usize.div_ceil(chainsig_cuda::host::GTABLE_BITS);
+            let walk = 256 * dbl + 64 * (coz - dbl) + g_adds * (aff - dbl);
+            println!(
+                "{prefix}fast verification, loops only (common path): 256 x {dbl} + 64 x {} + {g_adds} x {} = {walk} instructions",
+                coz - dbl,
+                aff - dbl
+            );
+            csv.push_str(&format!("{prefix}fast_verification_loops_common,{walk}\n"));
+        }
     }
     std::fs::write(format!("{dir}/kernel_census.csv"), csv).expect("write the CSV");
     println!("wrote {dir}/kernel_census.csv and the cubins beside it");
