@@ -804,17 +804,7 @@ impl Engine {
         }
         // Recovery of the same records under both ids, against the host build (which CI checks
         // against libsecp256k1).
-        let items: Vec<RecoverItem> = records
-            .iter()
-            .flat_map(|r| {
-                (0..2).map(|id| RecoverItem {
-                    digest: r.e,
-                    r: r.r,
-                    s: r.s,
-                    recovery_id: id,
-                })
-            })
-            .collect();
+        let items = crate::testdata_ecdsa::recovery_items(&records);
         let out = self.pipeline(&[Work::Recover(alg, &items)])?;
         let host = ecdsa_host_curve(alg)?.ecdsa().expect("an ECDSA curve");
         let gtab = ecdsa_gtable(alg)?;
@@ -1307,12 +1297,11 @@ fn gtable() -> Result<&'static [u32], BackendError> {
 }
 
 /// The uncompressed SEC1 encoding of a key held as the kernels' words (x, then y, little-endian).
-fn sec1(key: &[u32; 16]) -> [u8; 65] {
+pub fn sec1(key: &[u32; 16]) -> [u8; 65] {
+    let half = |h: &[u32]| crate::codegen::be_from_words(h.try_into().expect("8 words"));
     let mut out = [4u8; 65];
-    for (j, w) in key.iter().enumerate() {
-        let (base, k) = (if j < 8 { 1 } else { 33 }, j % 8);
-        out[base + 28 - 4 * k..base + 32 - 4 * k].copy_from_slice(&w.to_be_bytes());
-    }
+    out[1..33].copy_from_slice(&half(&key[..8]));
+    out[33..].copy_from_slice(&half(&key[8..]));
     out
 }
 

@@ -30,6 +30,15 @@ pub fn words_from_be(bytes: &[u8; 32]) -> Words {
     w
 }
 
+/// Little-endian words to big-endian bytes (the inverse of [`words_from_be`]).
+pub fn be_from_words(w: &Words) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for (j, word) in w.iter().enumerate() {
+        out[28 - 4 * j..32 - 4 * j].copy_from_slice(&word.to_be_bytes());
+    }
+    out
+}
+
 /// a ≥ b.
 pub fn ge(a: &Words, b: &Words) -> bool {
     for j in (0..8).rev() {

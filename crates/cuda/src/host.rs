@@ -338,11 +338,7 @@ pub fn sm3_e(za: &[u8; 32], msg: &[u8]) -> [u8; 32] {
     let mut limbs = [0u32; 8];
     // SAFETY: za_words holds 8 words, msg holds len bytes, limbs has room for 8 words.
     unsafe { ffi::cs_host_sm3_e(za_words.as_ptr(), msg.as_ptr(), len, limbs.as_mut_ptr()) };
-    let mut out = [0u8; 32];
-    for (j, w) in limbs.iter().enumerate() {
-        out[28 - 4 * j..32 - 4 * j].copy_from_slice(&w.to_be_bytes());
-    }
-    out
+    crate::codegen::be_from_words(&limbs)
 }
 
 /// Runs the kernels' `cs_verify` on the CPU. `gtab` must hold the fixed-base table for the

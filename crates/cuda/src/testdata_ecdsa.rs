@@ -311,6 +311,22 @@ pub fn generate(
     }
 }
 
+/// Recovery requests for the records, each under recovery ids 0 and 1 (one of them finds the
+/// signer of a valid low-s record, the other another key or none), in record order.
+pub fn recovery_items(records: &[Record]) -> Vec<chainsig_core::RecoverItem> {
+    records
+        .iter()
+        .flat_map(|r| {
+            (0..2).map(|id| chainsig_core::RecoverItem {
+                digest: r.e,
+                r: r.r,
+                s: r.s,
+                recovery_id: id,
+            })
+        })
+        .collect()
+}
+
 /// The reference's verdicts on one record of ECDSA `alg`.
 pub fn reference_verify(alg: Algorithm, rec: &Record) -> Verdicts {
     match alg {

@@ -50,7 +50,6 @@ fn gpu_hashed_messages_give_the_references_verdicts() {
 
 #[test]
 fn gpu_recovery_finds_the_senders_the_cpu_finds() {
-    use chainsig_core::RecoverItem;
     let Some(gpu) = backend_or_skip() else { return };
     assert!(gpu.recovers());
     let (records, _) = chainsig_cuda::testdata_ecdsa::generate(
@@ -60,17 +59,7 @@ fn gpu_recovery_finds_the_senders_the_cpu_finds() {
         200,
         0x6e54,
     );
-    let items: Vec<RecoverItem> = records
-        .iter()
-        .flat_map(|r| {
-            (0..2).map(|id| RecoverItem {
-                digest: r.e,
-                r: r.r,
-                s: r.s,
-                recovery_id: id,
-            })
-        })
-        .collect();
+    let items = chainsig_cuda::testdata_ecdsa::recovery_items(&records);
     let got = gpu.recover_batch(&items).expect("recover");
     let want = chainsig_cpu::CpuBackend::new()
         .recover_batch(&items)

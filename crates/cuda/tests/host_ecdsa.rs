@@ -274,16 +274,6 @@ fn edge_cases_are_decided_as_expected() {
     }
 }
 
-/// A key's words as SEC1 uncompressed bytes.
-fn sec1(x: &Words, y: &Words) -> [u8; 65] {
-    let mut out = [4u8; 65];
-    for j in 0..8 {
-        out[1 + 28 - 4 * j..1 + 32 - 4 * j].copy_from_slice(&x[j].to_be_bytes());
-        out[33 + 28 - 4 * j..33 + 32 - 4 * j].copy_from_slice(&y[j].to_be_bytes());
-    }
-    out
-}
-
 #[test]
 fn recovery_finds_the_keys_libsecp256k1_finds() {
     use chainsig_core::RecoverItem;
@@ -292,17 +282,7 @@ fn recovery_finds_the_keys_libsecp256k1_finds() {
     let (h, gtab) = (host_of(curve), gtable(curve));
     let (records, verdicts) = generate(Algorithm::Secp256k1, 600, 32, 250, 36);
     let mut rng = ChaCha20Rng::seed_from_u64(37);
-    let mut items = Vec::new();
-    for rec in &records {
-        for id in 0..2 {
-            items.push(RecoverItem {
-                digest: rec.e,
-                r: rec.r,
-                s: rec.s,
-                recovery_id: id,
-            });
-        }
-    }
+    let mut items = chainsig_cuda::testdata_ecdsa::recovery_items(&records);
     // Ids 2 and 3 (x = r + n) are refused; random r are no point's x about half the time.
     for id in [2, 3] {
         items.push(RecoverItem {
@@ -327,7 +307,12 @@ fn recovery_finds_the_keys_libsecp256k1_finds() {
                 u32::from(item.recovery_id),
                 gtab,
             )
-            .map(|(x, y)| sec1(&x, &y));
+            .map(|(x, y)| {
+                let mut key = [0u32; 16];
+                key[..8].copy_from_slice(&x);
+                key[8..].copy_from_slice(&y);
+                chainsig_cuda::backend::sec1(&key)
+            });
         assert_eq!(got, want, "item {i}: {item:?}");
         found += usize::from(got.is_some());
         if let Some(rec) = records.get(i / 2) {

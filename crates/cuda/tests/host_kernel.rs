@@ -363,13 +363,7 @@ fn multiplication_counts_per_mode() {
 fn window_walks_match_reference_scalar_multiplication() {
     use sm2::elliptic_curve::ff::PrimeField;
     let n = words_from_be(&chainsig_core::curve::SM2.n);
-    let be_of = |w: &Words| -> [u8; 32] {
-        let mut be = [0u8; 32];
-        for (j, word) in w.iter().enumerate() {
-            be[28 - 4 * j..32 - 4 * j].copy_from_slice(&word.to_be_bytes());
-        }
-        be
-    };
+    let be_of = chainsig_cuda::codegen::be_from_words;
     let mut rng = ChaCha20Rng::seed_from_u64(0x77a1);
     let mut scalars: Vec<Words> = Vec::new();
     for small in [1u32, 2, 3, 4, 15, 16, 17, 31, 32, 33, 255, 256] {
