@@ -1,48 +1,70 @@
 #!/usr/bin/env bash
-# The device call that checks and measures the SM2 kernels on a GPU machine (run by the `device`
-# tool from the repository root, with the release binaries and the NVRTC cache built here carried
-# in .carry/: `chainsig`, `device_check`, `kcache/`). Correctness first, on fresh seeds, then the
-# benchmarks; every file goes to $OUT.
-#   1. device_check --pairs: every kernel configuration on 2^20 fresh records (a tenth corrupted,
-#      plus the edge cases) against RustCrypto, then the small-batch sweep;
-#   2. chainsig bench --alg sm2 --backend cuda, twice (medians of 9 after a warm-up);
-#   3. chainsig gen, then chainsig verify --chunk C for chunk sizes that pick each small kernel,
-#      compared line by line with the generator (compare_verdicts.py);
-#   4. device_check --signers 64 and chainsig bench --signers 64 (known signers' tables);
-#   5. device_check --ecdsa (P-256 and secp256k1 kernels against RustCrypto under both s rules, timed
-#      beside the CPU) and chainsig bench --alg p256,secp256k1 --backend cuda.
+# The device calls that check and measure the kernels on a GPU machine (run by the `device` tool from
+# the repository root, with the release binaries and the NVRTC cache built here carried in .carry/:
+# `chainsig`, `device_check`, `kcache/`). Correctness first, on fresh seeds, then the benchmarks;
+# every file goes to $OUT. A device call may last ten minutes, so the work comes in parts, named as
+# arguments (default: all of them, in this order):
+#   ecdsa    device_check --ecdsa: P-256 and secp256k1 kernels against RustCrypto under both s
+#            rules and Ethereum's sender recovery against libsecp256k1, timed beside the CPU; then
+#            chainsig bench --alg p256,secp256k1 --backend cuda;
+#   sm2      device_check --quick: every SM2 kernel configuration on 2^20 fresh records (a tenth
+#            corrupted, plus the edge cases) against RustCrypto, then the sweep at 4096 and 172032;
+#            chainsig bench --alg sm2 --backend cuda (medians of 9 after a warm-up);
+#   chunks   chainsig gen, then chainsig verify --chunk C for chunk sizes that pick each small
+#            kernel, compared line by line with the generator (compare_verdicts.py);
+#   pairs    device_check --pairs: one thread against a lane pair per signature, all batch sizes;
+#   signers  device_check --signers 64 and chainsig bench --signers 64 (known signers' tables).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export CHAINSIG_CACHE_DIR=$PWD/.carry/kcache
 B=./.carry/chainsig
 L=$OUT/log.txt
 SEED=$(date +%s)
-{ date -u; echo "seed $SEED"; git log --oneline -1 2>/dev/null; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv; } 2>&1 | tee "$L"
 mkdir -p /tmp/dc
-OUT=/tmp/dc timeout 300 ./.carry/device_check --pairs --count 1048576 > "$OUT/pairs_log.txt" 2>&1
-echo "device_check rc=$?" | tee -a "$L"
-grep -E "NOT|MISMATCH|mismatch|all .* verdicts|Fast:|ready|submit" "$OUT/pairs_log.txt" | head -40 | tee -a "$L"
-for run in 1 2; do
-  timeout 150 $B bench --alg sm2 --backend cuda --repeats 9 \
-    --sizes 1024,2048,4096,8192,16384,65536,172032,1048576 > "$OUT/bench$run.txt" 2>&1
-  echo "bench $run rc=$?" | tee -a "$L"
-  tee -a "$L" < "$OUT/bench$run.txt"
+{ date -u; echo "seed $SEED; parts: ${*:-all}"; git log --oneline -1 2>/dev/null;
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv; } 2>&1 | tee -a "$L"
+
+part_ecdsa() {
+  OUT=/tmp/dc timeout 200 ./.carry/device_check --ecdsa --count 1048576 > "$OUT/ecdsa_log.txt" 2>&1
+  echo "device_check ecdsa rc=$?" | tee -a "$L"
+  cp /tmp/dc/ecdsa_*.json "$OUT/" 2>/dev/null
+  grep -E "MISMATCH|mismatches|disagree|verdicts|n=|loaded|panicked|rror" "$OUT/ecdsa_log.txt" | head -60 | tee -a "$L"
+  timeout 100 $B bench --alg p256,secp256k1 --backend cuda --repeats 7 \
+    --sizes 4096,65536,172032,1048576 > "$OUT/bench_ecdsa.txt" 2>&1
+  echo "bench ecdsa rc=$?" | tee -a "$L"; tee -a "$L" < "$OUT/bench_ecdsa.txt"
+}
+part_sm2() {
+  OUT=/tmp/dc timeout 170 ./.carry/device_check --quick --count 1048576 > "$OUT/sm2_log.txt" 2>&1
+  echo "device_check sm2 rc=$?" | tee -a "$L"
+  cp /tmp/dc/sweep.* /tmp/dc/correctness.json "$OUT/" 2>/dev/null
+  grep -E "NOT|MISMATCH|mismatch|all .* verdicts|best|lowest|multiplications|ready|submit|spills [1-9]" "$OUT/sm2_log.txt" | head -60 | tee -a "$L"
+  timeout 100 $B bench --alg sm2 --backend cuda --repeats 9 \
+    --sizes 1024,2048,4096,8192,16384,65536,172032,1048576 > "$OUT/bench_sm2.txt" 2>&1
+  echo "bench sm2 rc=$?" | tee -a "$L"; tee -a "$L" < "$OUT/bench_sm2.txt"
+}
+part_chunks() {
+  $B gen --alg sm2 --count 200000 --invalid-ratio 0.1 --seed "$SEED" --out /tmp/a.jsonl --msg-len 100
+  for c in 1000 4096 7000 50000; do
+    timeout 60 $B verify --backend cuda --chunk $c /tmp/a.jsonl > /tmp/va.jsonl 2>> "$L"
+    echo "chunk $c:" | tee -a "$L"
+    python3 crates/cuda/ci/compare_verdicts.py /tmp/a.jsonl /tmp/va.jsonl 2>&1 | tee -a "$L"
+  done
+}
+part_pairs() {
+  OUT=/tmp/dc timeout 250 ./.carry/device_check --pairs --count 1048576 > "$OUT/pairs_log.txt" 2>&1
+  echo "device_check pairs rc=$?" | tee -a "$L"
+  grep -E "NOT|MISMATCH|mismatch|all .* verdicts|best|lowest|submit|spills [1-9]" "$OUT/pairs_log.txt" | head -40 | tee -a "$L"
+  cp /tmp/dc/sweep.csv "$OUT/pairs_sweep.csv" 2>/dev/null
+}
+part_signers() {
+  OUT=/tmp/dc timeout 150 ./.carry/device_check --signers 64 --count 1048576 > "$OUT/signers_log.txt" 2>&1
+  echo "device_check signers rc=$?" | tee -a "$L"
+  grep -E "NOT|MISMATCH|mismatch|verdicts|/s" "$OUT/signers_log.txt" | head -20 | tee -a "$L"
+  timeout 100 $B bench --alg sm2 --backend cuda --signers 64 --repeats 7 \
+    --sizes 4096,8192,172032,1048576 2>&1 | tee -a "$L"
+}
+for part in ${*:-ecdsa sm2 chunks pairs signers}; do
+  echo "== $part ($(date -u +%T))" | tee -a "$L"
+  "part_$part"
 done
-$B gen --alg sm2 --count 200000 --invalid-ratio 0.1 --seed "$SEED" --out /tmp/a.jsonl --msg-len 100
-for c in 1000 4096 7000 50000; do
-  timeout 120 $B verify --backend cuda --chunk $c /tmp/a.jsonl > /tmp/va.jsonl 2>> "$L"
-  echo "chunk $c:" | tee -a "$L"
-  python3 crates/cuda/ci/compare_verdicts.py /tmp/a.jsonl /tmp/va.jsonl 2>&1 | tee -a "$L"
-done
-OUT=/tmp/dc timeout 150 ./.carry/device_check --signers 64 --count 1048576 > "$OUT/signers_log.txt" 2>&1
-echo "device_check signers rc=$?" | tee -a "$L"
-grep -E "NOT|MISMATCH|mismatch|verdicts|/s" "$OUT/signers_log.txt" | head -20 | tee -a "$L"
-timeout 120 $B bench --alg sm2 --backend cuda --signers 64 --repeats 7 \
-  --sizes 4096,8192,172032,1048576 2>&1 | tee -a "$L"
-OUT=/tmp/dc timeout 200 ./.carry/device_check --ecdsa --count 1048576 > "$OUT/ecdsa_log.txt" 2>&1
-echo "device_check ecdsa rc=$?" | tee -a "$L"
-cp /tmp/dc/ecdsa_*.json "$OUT/" 2>/dev/null
-grep -E "MISMATCH|mismatches|disagree|verdicts|n=|loaded" "$OUT/ecdsa_log.txt" | head -40 | tee -a "$L"
-timeout 120 $B bench --alg p256,secp256k1 --backend cuda --repeats 7 \
-  --sizes 4096,65536,172032,1048576 2>&1 | tee -a "$L"
 date -u | tee -a "$L"
