@@ -13,7 +13,10 @@
 #   chunks   chainsig gen, then chainsig verify --chunk C for chunk sizes that pick each small
 #            kernel, compared line by line with the generator (compare_verdicts.py);
 #   pairs    device_check --pairs: one thread against a lane pair per signature, all batch sizes;
-#   signers  device_check --signers 64 and chainsig bench --signers 64 (known signers' tables).
+#   signers  device_check --signers 64 and chainsig bench --signers 64 (known signers' tables);
+#   clocks   the SM clock sampled every 100 ms (clocks.csv) while chainsig bench times small
+#            batches first on an idle card, then right after a large batch: small batches leave
+#            the card mostly idle, and its clock may not rise for them.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export CHAINSIG_CACHE_DIR=$PWD/.carry/kcache
@@ -62,6 +65,17 @@ part_signers() {
   grep -E "NOT|MISMATCH|mismatch|verdicts|/s" "$OUT/signers_log.txt" | head -20 | tee -a "$L"
   timeout 100 $B bench --alg sm2 --backend cuda --signers 64 --repeats 7 \
     --sizes 4096,8192,172032,1048576 2>&1 | tee -a "$L"
+}
+part_clocks() {
+  nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu,power.draw --format=csv -lms 100 > "$OUT/clocks.csv" 2>&1 &
+  local smi=$!
+  sleep 3
+  for sizes in 1024,4096,8192 1048576,4096,1048576,1024; do
+    echo "sizes $sizes from $(date -u +%T.%N)" | tee -a "$L"
+    timeout 60 $B bench --alg sm2 --backend cuda --repeats 15 --sizes $sizes 2>&1 | tee -a "$L"
+  done
+  echo "end $(date -u +%T.%N)" | tee -a "$L"
+  kill $smi
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do
   echo "== $part ($(date -u +%T))" | tee -a "$L"
