@@ -16,6 +16,7 @@ fn main() {
         "cs_sm3.cuh",
         "host_shim.cpp",
         "host_lanes.cpp",
+        "host_warp.h",
         "host_ecdsa.cpp",
         "host_io.h",
         "host_tables.h",

@@ -1,6 +1,6 @@
 // ECDSA verification of one signature by one thread, for any curve the generated header
-// describes (P-256 here; SM2's curve would do as well): the checks on r and s, w = s^-1 mod n by
-// the binary extended Euclid of cs_arith.cuh, u1 = e w and u2 = r w mod n, then u1 G + u2 Q by the
+// describes (P-256 here; SM2's curve would do as well): the checks on r and s, w = s^-1 mod n
+// shared across the warp (sc_batch_inv), u1 = e w and u2 = r w mod n, then u1 G + u2 Q by the
 // fast mode's two multiplications (G's fixed-base table, Q's signed window) and the comparison
 // x(R) mod n == r without inverting Z. Shared by the GPU kernels and the host (CI) build.
 #pragma once
@@ -64,19 +64,75 @@ CS_FN bool scalar_is_high(const fe& s) {
   return u256_sub(d.v, half.v, s.v) != 0;
 }
 
-// The whole ECDSA verification of digest e (the hash's leftmost 256 bits, any value below 2^256),
-// signature (r, s) and the validated public key Q. LOW_S rejects s > n/2.
+// The lanes that share one inversion mod n: a warp on the GPU. The host builds verify one
+// signature at a time (one lane); host_ecdsa.cpp's batch_inverse runs 32 emulated lanes.
+#if defined(__CUDA_ARCH__)
+#define CS_INV_LANES 32
+#else
+#define CS_INV_LANES 1
+#endif
+
+// r = lane src's a, across the LANES lanes (all of them take part).
+template <int LANES>
+CS_FN void fe_from_lane(fe& r, const fe& a, u32 src) {
+#pragma unroll
+  for (int j = 0; j < 8; j++) r.v[j] = LANES == 1 ? a.v[j] : __shfl_sync(0xffffffffu, a.v[j], src);
+}
+
+// w = x^-1 R mod n (Montgomery form) for every lane's x, by one inversion for all LANES lanes
+// (Montgomery's trick): the lanes' prefix and suffix products by log2(LANES) shuffle steps each,
+// one Euclid on their product, then each lane's inverse as that inverse times the products of the
+// others. A lane with use = false takes part as x = 1 (its w is R). Every lane of the warp must
+// call it together. Why: the binary Euclid's inner loops depend on the data, so 32 lanes inverting
+// 32 values diverge and the warp runs the union of their paths (measured on an H100 at about a
+// quarter of an ECDSA verification); here the warp runs one Euclid on one value, without
+// divergence, for 2 log2(LANES) + 5 Montgomery products a lane.
+template <int LANES>
+CS_FN void sc_batch_inv(fe& w, const fe& x_in, bool use) {
+  const u32 lane = LANES == 1 ? 0 : threadIdx.x % LANES;
+  fe r2, x, pre, suf, t, p;
+  CS_LOAD_CONST(r2, curve_n_r2);
+  fe_set_word(x, 1);
+  fe_cmov(x, x_in, use);
+  sc_mont_mul(pre, x, r2);  // x R
+  fe_copy(suf, pre);
+#pragma unroll
+  for (u32 d = 1; d < LANES; d *= 2) {  // pre = x_0 .. x_lane R, suf = x_lane .. x_last R
+    fe_from_lane<LANES>(t, pre, lane >= d ? lane - d : lane);
+    sc_mont_mul(p, pre, t);
+    fe_cmov(pre, p, lane >= d);
+    fe_from_lane<LANES>(t, suf, lane + d < LANES ? lane + d : lane);
+    sc_mont_mul(p, suf, t);
+    fe_cmov(suf, p, lane + d < LANES);
+  }
+  fe one, all;
+  fe_set_word(one, 1);
+  fe_from_lane<LANES>(t, pre, LANES - 1);
+  sc_mont_mul(all, t, one);  // the product of all x, out of Montgomery form; nonzero (n prime)
+  inv_euclid_mod<CS_MOD_N>(t, all);  // the same value in every lane: no divergence
+  sc_mont_mul(w, t, r2);
+  fe_from_lane<LANES>(t, pre, lane > 0 ? lane - 1 : lane);
+  sc_mont_mul(p, w, t);
+  fe_cmov(w, p, lane > 0);
+  fe_from_lane<LANES>(t, suf, lane + 1 < LANES ? lane + 1 : lane);
+  sc_mont_mul(p, w, t);
+  fe_cmov(w, p, lane + 1 < LANES);
+}
+
+// Whether r and s are in [1, n) (and, for LOW_S, s <= n/2).
 template <int LOW_S>
-CS_FN bool cs_verify_ecdsa(const fe& e_in, const fe& r, const fe& s, const apt& Q,
-                           const u32* gtab) {
-  if (!scalar_in_range(r) || !scalar_in_range(s)) return false;
-  if (LOW_S && scalar_is_high(s)) return false;
-  fe w, e, u1, u2;
-  inv_euclid_mod<CS_MOD_N>(w, s);
+CS_FN bool ecdsa_scalars_ok(const fe& r, const fe& s) {
+  return scalar_in_range(r) && scalar_in_range(s) && !(LOW_S && scalar_is_high(s));
+}
+
+// The verification past the range checks, from w = s^-1 R mod n (sc_batch_inv).
+CS_FN bool ecdsa_verify_with(const fe& e_in, const fe& r, const fe& w, const apt& Q,
+                             const u32* gtab) {
+  fe e, u1, u2;
   fe_copy(e, e_in);
   scalar_reduce_once(e);
-  sc_mul(u1, e, w);
-  sc_mul(u2, r, w);  // nonzero: r, w in [1, n) and n prime
+  sc_mont_mul(u1, e, w);  // e s^-1: w's R cancels the product's R^-1
+  sc_mont_mul(u2, r, w);  // nonzero: r, w in [1, n) and n prime
   jpt R, T;
   mul_window(T, u2, Q);
   mul_fixed<CS_GTAB_BITS>(R, u1, gtab);  // infinity for u1 = 0 (e = 0 mod n)
@@ -86,27 +142,42 @@ CS_FN bool cs_verify_ecdsa(const fe& e_in, const fe& r, const fe& s, const apt& 
   return cs_x_matches(R, zero, r);  // x(R) is r or r + n
 }
 
+// The whole ECDSA verification of digest e (the hash's leftmost 256 bits, any value below 2^256),
+// signature (r, s) and the validated public key Q. LOW_S rejects s > n/2. Every lane of the warp
+// calls it together (the inversion is shared); `active` is false for a lane without a signature.
+template <int LOW_S>
+CS_FN bool cs_verify_ecdsa(const fe& e_in, const fe& r, const fe& s, const apt& Q,
+                           const u32* gtab, bool active = true) {
+  const bool ok = active && ecdsa_scalars_ok<LOW_S>(r, s);
+  fe w;
+  sc_batch_inv<CS_INV_LANES>(w, s, ok);
+  return ok && ecdsa_verify_with(e_in, r, w, Q, gtab);
+}
+
 // Public-key recovery (Ethereum's sender recovery): Q = r^-1 (s R - e G), where R is the point
 // with x = r and the parity of y `id` names (ids 0 and 1; x = r + n, ids 2 and 3, is refused, as
 // Ethereum does). False for r or s outside [1, n), s > n/2 (Ethereum since Homestead), an r that
-// is no point's x, or Q at infinity. Q comes back affine (one inversion by Euclid).
+// is no point's x, or Q at infinity. r^-1 is shared across the warp as s^-1 is in verification
+// (every lane of the warp calls this together; `active` false for a lane without a request); Q
+// comes back affine by one field inversion (Euclid) of each lane's own.
 CS_FN bool cs_recover_ecdsa(apt& Q, const fe& e_in, const fe& r, const fe& s, u32 id,
-                            const u32* gtab) {
-  if (id > 1 || !scalar_in_range(r) || !scalar_in_range(s) || scalar_is_high(s)) return false;
+                            const u32* gtab, bool active = true) {
+  bool ok = active && id <= 1 && ecdsa_scalars_ok<1>(r, s);
+  fe w;
+  sc_batch_inv<CS_INV_LANES>(w, r, ok);
   apt R;
   fe_copy(R.x, r);
-  if (!cs_decompress(R.y, r, id)) return false;
-  fe w, e, u1, u2;
-  inv_euclid_mod<CS_MOD_N>(w, r);
+  if (!ok || !cs_decompress(R.y, r, id)) return false;
+  fe e, u1, u2;
   fe_copy(e, e_in);
   scalar_reduce_once(e);
-  sc_mul(u1, e, w);
+  sc_mont_mul(u1, e, w);  // e / r
   if (!fe_is_zero(u1)) {  // u1 = -e / r
     fe n;
     CS_LOAD_CONST(n, curve_n);
     u256_sub(u1.v, n.v, u1.v);
   }
-  sc_mul(u2, s, w);  // nonzero: s, w in [1, n)
+  sc_mont_mul(u2, s, w);  // s / r, nonzero: s, w in [1, n)
   jpt S, T;
   mul_window(T, u2, R);
   mul_fixed<CS_GTAB_BITS>(S, u1, gtab);

@@ -101,18 +101,18 @@ template <int LOW_S>
 __device__ __forceinline__ void cs_verify_ecdsa_entry(const u32* __restrict__ in, u32 stride,
                                                       u32 count, const u32* __restrict__ gtab,
                                                       unsigned long long* __restrict__ out) {
+  // Every lane calls the verification, past the batch's end too: the warp shares s^-1.
   const u32 i = cs_item();
-  bool ok = false;
-  if (i < count) {
-    fe e, r, s;
-    apt Q;
-    cs_load_column(e, in, stride, 0, i);
-    cs_load_column(r, in, stride, 8, i);
-    cs_load_column(s, in, stride, 16, i);
-    cs_load_column(Q.x, in, stride, 24, i);
-    cs_load_column(Q.y, in, stride, 32, i);
-    ok = cs_verify_ecdsa<LOW_S>(e, r, s, Q, gtab);
-  }
+  const bool active = i < count;
+  fe e, r, s;
+  apt Q;
+  const u32 at = active ? i : 0;
+  cs_load_column(e, in, stride, 0, at);
+  cs_load_column(r, in, stride, 8, at);
+  cs_load_column(s, in, stride, 16, at);
+  cs_load_column(Q.x, in, stride, 24, at);
+  cs_load_column(Q.y, in, stride, 32, at);
+  const bool ok = cs_verify_ecdsa<LOW_S>(e, r, s, Q, gtab, active);
   cs_write_verdicts(ok, out, blockDim.x);
 }
 
@@ -131,22 +131,22 @@ __device__ __forceinline__ void cs_recover_entry(const u32* __restrict__ in, u32
                                                  const u32* __restrict__ gtab,
                                                  unsigned long long* __restrict__ out,
                                                  u32* __restrict__ keys) {
+  // Every lane calls the recovery, past the batch's end too: the warp shares r^-1.
   const u32 i = cs_item();
-  bool ok = false;
-  if (i < count) {
-    fe e, r, s;
-    apt Q;
-    cs_load_column(e, in, stride, 0, i);
-    cs_load_column(r, in, stride, 8, i);
-    cs_load_column(s, in, stride, 16, i);
-    const u32 id = __ldg(in + (size_t)24 * stride + i);
-    ok = cs_recover_ecdsa(Q, e, r, s, id, gtab);
-    if (ok) {
+  const bool active = i < count;
+  const u32 at = active ? i : 0;
+  fe e, r, s;
+  apt Q;
+  cs_load_column(e, in, stride, 0, at);
+  cs_load_column(r, in, stride, 8, at);
+  cs_load_column(s, in, stride, 16, at);
+  const u32 id = __ldg(in + (size_t)24 * stride + at);
+  const bool ok = cs_recover_ecdsa(Q, e, r, s, id, gtab, active);
+  if (ok) {
 #pragma unroll
-      for (int j = 0; j < 8; j++) {
-        keys[(size_t)j * stride + i] = Q.x.v[j];
-        keys[(size_t)(8 + j) * stride + i] = Q.y.v[j];
-      }
+    for (int j = 0; j < 8; j++) {
+      keys[(size_t)j * stride + i] = Q.x.v[j];
+      keys[(size_t)(8 + j) * stride + i] = Q.y.v[j];
     }
   }
   cs_write_verdicts(ok, out, blockDim.x);

@@ -2,7 +2,7 @@
 // (P-256, secp256k1), each with that curve's generated cs_curve.h and the prefix CS_ECDSA_PREFIX
 // (cs_p256_, cs_k256_) on its exports. CI checks cs_verify_ecdsa and the scalar arithmetic against
 // the Rust references, and the backend builds the curve's fixed-base table with it.
-#include "cs_types.h"
+#include "host_warp.h"  // threadIdx and the shuffles, for sc_batch_inv's 32 emulated lanes
 #include "cs_curve.h"
 #include "cs_arith.cuh"
 #include "cs_verify.cuh"
@@ -15,7 +15,32 @@
 #define CS_CAT(a, b) CS_CAT2(a, b)
 #define CS_EXPORT(name) CS_CAT(CS_ECDSA_PREFIX, name)
 
+namespace {
+thread_local const u32* inverse_in;
+thread_local const int* inverse_use;
+thread_local u32* inverse_out;
+
+void inverse_lane(int lane) {
+  fe x, w, one, r;
+  load8(x, inverse_in + 8 * lane);
+  sc_batch_inv<kWarpLanes>(w, x, inverse_use[lane] != 0);
+  fe_set_word(one, 1);
+  sc_mont_mul(r, w, one);  // out of Montgomery form
+  for (int i = 0; i < 8; i++) inverse_out[8 * lane + i] = r.v[i];
+}
+}  // namespace
+
 extern "C" {
+
+// The warp's shared inversion mod n (sc_batch_inv) as a warp of 32 runs it, emulated: x holds 32
+// scalars of 8 words, use[k] says whether lane k takes part; out gets each x^-1 mod n (1 where
+// use is 0). Returns 0 when the lanes disagreed on their shuffles.
+int CS_EXPORT(batch_inverse)(const u32* x, const int* use, u32* out) {
+  inverse_in = x;
+  inverse_use = use;
+  inverse_out = out;
+  return run_lanes(kWarpLanes, inverse_lane, 256 << 10) ? 1 : 0;
+}
 
 // Verifies one ECDSA signature; operands are 8 little-endian words each. Returns 1 for valid.
 int CS_EXPORT(verify_ecdsa)(int low_s, const u32* e, const u32* r, const u32* s, const u32* px,

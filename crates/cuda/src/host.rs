@@ -85,7 +85,7 @@ mod ffi {
 /// The C ABI of one build of kernels/host_ecdsa.cpp, under its prefix.
 macro_rules! ecdsa_ffi {
     ($module:ident, $verify:literal, $recover:literal, $scalar:literal, $fe_mul:literal,
-     $reduce:literal, $gtable:literal, $on_curve:literal) => {
+     $reduce:literal, $gtable:literal, $on_curve:literal, $batch_inverse:literal) => {
         mod $module {
             extern "C" {
                 #[link_name = $verify]
@@ -118,6 +118,8 @@ macro_rules! ecdsa_ffi {
                 pub fn build_gtable(out: *mut u32);
                 #[link_name = $on_curve]
                 pub fn on_curve(x: *const u32, y: *const u32) -> i32;
+                #[link_name = $batch_inverse]
+                pub fn batch_inverse(x: *const u32, used: *const i32, out: *mut u32) -> i32;
             }
         }
     };
@@ -130,7 +132,8 @@ ecdsa_ffi!(
     "cs_p256_fe_mul",
     "cs_p256_reduce_wide",
     "cs_p256_build_gtable",
-    "cs_p256_on_curve"
+    "cs_p256_on_curve",
+    "cs_p256_batch_inverse"
 );
 ecdsa_ffi!(
     k256_ffi,
@@ -140,7 +143,8 @@ ecdsa_ffi!(
     "cs_k256_fe_mul",
     "cs_k256_reduce_wide",
     "cs_k256_build_gtable",
-    "cs_k256_on_curve"
+    "cs_k256_on_curve",
+    "cs_k256_batch_inverse"
 );
 
 /// The curves the host builds of the kernels are compiled for: SM2 (kernels/host_shim.cpp, every
@@ -281,6 +285,23 @@ impl EcdsaHost {
     /// a⁻¹ mod n by the kernels' binary Euclid, for 0 < a < n.
     pub fn scalar_inv(self, a: &Words) -> Words {
         self.scalar_op(1, a, &[0; 8])
+    }
+
+    /// The inverses mod n of a warp's 32 scalars as the kernels share one inversion among the
+    /// lanes (`sc_batch_inv`, lanes and shuffles emulated): x⁻¹ mod n where `used`, 1 elsewhere.
+    /// None when the lanes disagreed on their shuffles. Each used x must be in [1, n).
+    pub fn warp_inverse(self, x: &[Words; 32], used: &[bool; 32]) -> Option<[Words; 32]> {
+        let f = match self.0 {
+            HostCurve::P256 => p256_ffi::batch_inverse,
+            HostCurve::Secp256k1 => k256_ffi::batch_inverse,
+            HostCurve::Sm2 => unreachable!("{NOT_ECDSA}"),
+        };
+        let flat: Vec<u32> = x.iter().flatten().copied().collect();
+        let used: Vec<i32> = used.iter().map(|&u| u as i32).collect();
+        let mut out = vec![0u32; 32 * 8];
+        // SAFETY: 32 × 8 words in and out, 32 flags.
+        let agreed = unsafe { f(flat.as_ptr(), used.as_ptr(), out.as_mut_ptr()) } == 1;
+        agreed.then(|| std::array::from_fn(|k| out[8 * k..8 * k + 8].try_into().unwrap()))
     }
 
     /// t mod p for any 512-bit t, by the kernels' generated reduction.

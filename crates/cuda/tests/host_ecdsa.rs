@@ -159,6 +159,63 @@ fn scalar_products_and_inverses_match_the_bit_serial_reference() {
     }
 }
 
+#[test]
+fn a_warps_shared_inversion_gives_every_lane_its_own_inverse() {
+    for (curve, _) in CURVES {
+        let mut rng = ChaCha20Rng::seed_from_u64(34);
+        let n = n(curve);
+        let h = host_of(curve);
+        let one = [1, 0, 0, 0, 0, 0, 0, 0];
+        // Whole warps of random scalars, then warps with edge values, idle lanes (a batch's tail,
+        // signatures that failed their range checks) at the ends and in between, and one lane alone.
+        let mut warps: Vec<([Words; 32], [bool; 32])> = Vec::new();
+        for _ in 0..3 {
+            warps.push((
+                std::array::from_fn(|_| random_below(&mut rng, &n)),
+                [true; 32],
+            ));
+        }
+        let edges = [
+            one,
+            sub(&n, &one),
+            [2, 0, 0, 0, 0, 0, 0, 0],
+            n.map(|w| w >> 1),
+        ];
+        let x: [Words; 32] = std::array::from_fn(|k| {
+            if k % 5 == 0 {
+                edges[k / 5 % edges.len()]
+            } else {
+                random_below(&mut rng, &n)
+            }
+        });
+        warps.push((x, std::array::from_fn(|k| k % 7 != 3 && k < 29)));
+        warps.push((x, std::array::from_fn(|k| k == 0 || k == 31)));
+        warps.push((x, std::array::from_fn(|k| k == 17)));
+        warps.push((x, [false; 32]));
+        // An idle lane's value never matters: zero there, where an inversion would fail.
+        let mut zeros = x;
+        zeros[4] = [0; 8];
+        let mut used = [true; 32];
+        used[4] = false;
+        warps.push((zeros, used));
+        for (x, used) in &warps {
+            let w = h
+                .warp_inverse(x, used)
+                .unwrap_or_else(|| panic!("{curve:?}: lanes disagreed on their shuffles"));
+            for k in 0..32 {
+                // The inverse is the one value below n whose product with x is 1.
+                assert!(!ge(&w[k], &n), "{curve:?}: lane {k}'s inverse not reduced");
+                let got = if used[k] {
+                    slow::mul_mod_slow(&x[k], &w[k], &n)
+                } else {
+                    w[k]
+                };
+                assert_eq!(got, one, "{curve:?}: lane {k} of {used:?}");
+            }
+        }
+    }
+}
+
 /// k·G by the curve's RustCrypto crate, as the kernels' words (x, then y).
 fn reference_multiple(curve: HostCurve, doublings: usize, m: u64) -> [u32; 16] {
     macro_rules! multiple {
