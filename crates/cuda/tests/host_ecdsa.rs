@@ -124,20 +124,22 @@ fn field_products_match_the_bit_serial_reference() {
     }
 }
 
+const ONE: Words = [1, 0, 0, 0, 0, 0, 0, 0];
+
+/// The scalars where modular arithmetic goes wrong first: 1, 2, n − 1, n − 2 and about n / 2.
+fn edge_scalars(n: &Words) -> Vec<Words> {
+    let two = [2, 0, 0, 0, 0, 0, 0, 0];
+    vec![ONE, two, sub(n, &ONE), sub(n, &two), n.map(|w| w >> 1)]
+}
+
 #[test]
 fn scalar_products_and_inverses_match_the_bit_serial_reference() {
     for (curve, _) in CURVES {
         let mut rng = ChaCha20Rng::seed_from_u64(33);
         let n = n(curve);
         let h = host_of(curve);
-        let one = [1, 0, 0, 0, 0, 0, 0, 0];
-        let mut values = vec![
-            one,
-            [2, 0, 0, 0, 0, 0, 0, 0],
-            sub(&n, &one),
-            sub(&n, &[2, 0, 0, 0, 0, 0, 0, 0]),
-        ];
-        values.push(n.map(|w| w >> 1)); // about n / 2
+        let one = ONE;
+        let mut values = edge_scalars(&n);
         values.extend((0..40).map(|_| random_below(&mut rng, &n)));
         for a in &values {
             let inv = h.scalar_inv(a);
@@ -165,7 +167,7 @@ fn a_warps_shared_inversion_gives_every_lane_its_own_inverse() {
         let mut rng = ChaCha20Rng::seed_from_u64(34);
         let n = n(curve);
         let h = host_of(curve);
-        let one = [1, 0, 0, 0, 0, 0, 0, 0];
+        let one = ONE;
         // Whole warps of random scalars, then warps with edge values, idle lanes (a batch's tail,
         // signatures that failed their range checks) at the ends and in between, and one lane alone.
         let mut warps: Vec<([Words; 32], [bool; 32])> = Vec::new();
@@ -175,12 +177,7 @@ fn a_warps_shared_inversion_gives_every_lane_its_own_inverse() {
                 [true; 32],
             ));
         }
-        let edges = [
-            one,
-            sub(&n, &one),
-            [2, 0, 0, 0, 0, 0, 0, 0],
-            n.map(|w| w >> 1),
-        ];
+        let edges = edge_scalars(&n);
         let x: [Words; 32] = std::array::from_fn(|k| {
             if k % 5 == 0 {
                 edges[k / 5 % edges.len()]
