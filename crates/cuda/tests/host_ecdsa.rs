@@ -138,7 +138,6 @@ fn scalar_products_and_inverses_match_the_bit_serial_reference() {
         let mut rng = ChaCha20Rng::seed_from_u64(33);
         let n = n(curve);
         let h = host_of(curve);
-        let one = ONE;
         let mut values = edge_scalars(&n);
         values.extend((0..40).map(|_| random_below(&mut rng, &n)));
         for a in &values {
@@ -146,7 +145,7 @@ fn scalar_products_and_inverses_match_the_bit_serial_reference() {
             assert!(!ge(&inv, &n), "{curve:?}: inverse of {a:08x?} not reduced");
             assert_eq!(
                 slow::mul_mod_slow(a, &inv, &n),
-                one,
+                ONE,
                 "{curve:?}: inverse of {a:08x?}"
             );
             for b in values.iter().take(12) {
@@ -167,7 +166,6 @@ fn a_warps_shared_inversion_gives_every_lane_its_own_inverse() {
         let mut rng = ChaCha20Rng::seed_from_u64(34);
         let n = n(curve);
         let h = host_of(curve);
-        let one = ONE;
         // Whole warps of random scalars, then warps with edge values, idle lanes (a batch's tail,
         // signatures that failed their range checks) at the ends and in between, and one lane alone.
         let mut warps: Vec<([Words; 32], [bool; 32])> = Vec::new();
@@ -207,7 +205,7 @@ fn a_warps_shared_inversion_gives_every_lane_its_own_inverse() {
                 } else {
                     w[k]
                 };
-                assert_eq!(got, one, "{curve:?}: lane {k} of {used:?}");
+                assert_eq!(got, ONE, "{curve:?}: lane {k} of {used:?}");
             }
         }
     }
