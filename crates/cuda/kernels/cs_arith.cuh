@@ -179,8 +179,13 @@ CS_FN void fe_neg(fe& r, const fe& a) {
 
 // The reduction's corrections, which random operands need about once in 10^8 (again: the top
 // fold carried out) and once in 2^31 (r >= p) multiplications: 2^256 - p added once more, then
-// one conditional subtraction of p.
+// one conditional subtraction of p. CS_RARE_CALL (an ablation define) keeps its body out of line,
+// one copy called from every product, instead of a cold block inlined at each one.
+#if defined(CS_RARE_CALL) && (defined(__CUDACC__) || defined(__CUDACC_RTC__))
+__host__ __device__ __noinline__ fe fe_reduce_rare(fe r, u32 again) {
+#else
 CS_FN fe fe_reduce_rare(fe r, u32 again) {
+#endif
   fe k;
   u32 mask = 0u - again;
 #pragma unroll
@@ -199,6 +204,8 @@ CS_FN void fe_fold_carry(fe& r, u32 c) {
   u32 again = curve_fold_top(c, r.v);
 #ifdef CS_CENSUS_COMMON_PATH  // examples/kernel_census: the test and branch, without the body
   if (again != 0 || r.v[7] >= curve_p(7)) __trap();
+#elif defined(CS_RARE_ALWAYS)  // ablation: the corrections on every product, without a branch
+  r = fe_reduce_rare(r, again);
 #else
   if (again != 0 || r.v[7] >= curve_p(7)) r = fe_reduce_rare(r, again);
 #endif

@@ -336,13 +336,19 @@ pub fn sm3_source() -> String {
     format!("{TYPES}\n{SM3}\n")
 }
 
-/// NVRTC options for an architecture such as "sm_90".
+/// NVRTC options for an architecture such as "sm_90", plus the words of `CHAINSIG_NVRTC_DEFINES`
+/// (for example `-DCS_RARE_CALL`): compile-time ablations of the kernels, measured without a
+/// rebuild of the binary. They are part of the cache key like every other option.
 pub fn options(arch: &str) -> Vec<String> {
-    vec![
+    let mut opts = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".into(),
         "--ptxas-options=-v".into(),
-    ]
+    ];
+    if let Ok(extra) = std::env::var("CHAINSIG_NVRTC_DEFINES") {
+        opts.extend(extra.split_whitespace().map(str::to_string));
+    }
+    opts
 }
 
 /// A compiled module and what ptxas said about it.
