@@ -1,13 +1,13 @@
 // ECDSA verification of one signature by one thread, for any curve the generated header
 // describes (P-256 here; SM2's curve would do as well): the checks on r and s, w = s^-1 mod n
-// shared across the warp (sc_batch_inv), u1 = e w and u2 = r w mod n, then u1 G + u2 Q by the
+// shared across the warp (warp_batch_inv), u1 = e w and u2 = r w mod n, then u1 G + u2 Q by the
 // fast mode's two multiplications (G's fixed-base table, Q's signed window) and the comparison
 // x(R) mod n == r without inverting Z. Shared by the GPU kernels and the host (CI) build.
 #pragma once
 
 // r = a b R^-1 mod n (R = 2^256) for a, b < n: word-serial Montgomery multiplication (CIOS), each
 // round adding a_j b_i and then m n with m chosen to clear the lowest word. A verification needs
-// 17 of them (sc_batch_inv's 15, u1 and u2), under 2% of its instructions beside the point
+// 17 of them (warp_batch_inv's 15, u1 and u2), under 2% of its instructions beside the point
 // arithmetic, so this portable form (64-bit products, which ptxas turns into wide multiply-adds)
 // is enough; the field's products are the ones worth hand-made carry chains.
 CS_FN void sc_mont_mul(fe& r, const fe& a, const fe& b) {
@@ -80,43 +80,62 @@ CS_FN void fe_from_lane(fe& r, const fe& a, u32 src) {
   for (int j = 0; j < 8; j++) r.v[j] = LANES == 1 ? a.v[j] : __shfl_sync(0xffffffffu, a.v[j], src);
 }
 
-// w = x^-1 R mod n (Montgomery form) for every lane's x, by one inversion for all LANES lanes
-// (Montgomery's trick): the lanes' prefix and suffix products by log2(LANES) shuffle steps each,
-// one Euclid on their product, then each lane's inverse as that inverse times the products of the
-// others. A lane with use = false takes part as x = 1 (its w is R). Every lane of the warp must
-// call it together. Why: the binary Euclid's inner loops depend on the data, so 32 lanes inverting
-// 32 values diverge and the warp runs the union of their paths (measured on an H100 at about a
+// A product in a warp inversion's domain: Montgomery products mod n (the ECDSA scalars), the
+// field's own products mod p (the recovered key's Z).
+template <int MOD>
+CS_FN void inv_domain_mul(fe& r, const fe& a, const fe& b) {
+  if (MOD == CS_MOD_N) sc_mont_mul(r, a, b);
+  else fe_mul(r, a, b);
+}
+
+// w = x^-1 mod m for every lane's x, by one inversion for all LANES lanes (Montgomery's trick):
+// the lanes' prefix and suffix products by log2(LANES) shuffle steps each, one Euclid on their
+// product, then each lane's inverse as that inverse times the products of the others. For MOD =
+// CS_MOD_N (m = n) w comes in Montgomery form, x^-1 R; for CS_MOD_P (m = p) as a field element. A
+// lane with use = false takes part as x = 1 (its w is 1, or R). Every lane of the warp must call
+// it together. Why: the binary Euclid's inner loops depend on the data, so 32 lanes inverting 32
+// values diverge and the warp runs the union of their paths (measured on an H100 at about a
 // quarter of an ECDSA verification); here the warp runs one Euclid on one value, without
-// divergence, for 2 log2(LANES) + 5 Montgomery products a lane.
-template <int LANES>
-CS_FN void sc_batch_inv(fe& w, const fe& x_in, bool use) {
+// divergence, for 2 log2(LANES) + 2 products a lane (3 more mod n, into and out of Montgomery
+// form).
+template <int LANES, int MOD>
+CS_FN void warp_batch_inv(fe& w, const fe& x_in, bool use) {
   const u32 lane = LANES == 1 ? 0 : threadIdx.x % LANES;
   fe r2, x, pre, suf, t, p;
-  CS_LOAD_CONST(r2, curve_n_r2);
   fe_set_word(x, 1);
   fe_cmov(x, x_in, use);
-  sc_mont_mul(pre, x, r2);  // x R
+  if (MOD == CS_MOD_N) {
+    CS_LOAD_CONST(r2, curve_n_r2);
+    sc_mont_mul(pre, x, r2);  // x R
+  } else {
+    fe_copy(pre, x);
+  }
   fe_copy(suf, pre);
 #pragma unroll
-  for (u32 d = 1; d < LANES; d *= 2) {  // pre = x_0 .. x_lane R, suf = x_lane .. x_last R
+  for (u32 d = 1; d < LANES; d *= 2) {  // pre = x_0 .. x_lane, suf = x_lane .. x_last
     fe_from_lane<LANES>(t, pre, lane >= d ? lane - d : lane);
-    sc_mont_mul(p, pre, t);
+    inv_domain_mul<MOD>(p, pre, t);
     fe_cmov(pre, p, lane >= d);
     fe_from_lane<LANES>(t, suf, lane + d < LANES ? lane + d : lane);
-    sc_mont_mul(p, suf, t);
+    inv_domain_mul<MOD>(p, suf, t);
     fe_cmov(suf, p, lane + d < LANES);
   }
-  fe one, all;
-  fe_set_word(one, 1);
-  fe_from_lane<LANES>(t, pre, LANES - 1);
-  sc_mont_mul(all, t, one);  // the product of all x, out of Montgomery form; nonzero (n prime)
-  inv_euclid_mod<CS_MOD_N>(t, all);  // the same value in every lane: no divergence
-  sc_mont_mul(w, t, r2);
+  fe all;
+  fe_from_lane<LANES>(all, pre, LANES - 1);  // the product of all x: nonzero, m is prime
+  if (MOD == CS_MOD_N) {
+    fe one;
+    fe_set_word(one, 1);
+    sc_mont_mul(t, all, one);  // out of Montgomery form
+    inv_euclid_mod<CS_MOD_N>(all, t);  // the same value in every lane: no divergence
+    sc_mont_mul(w, all, r2);
+  } else {
+    inv_euclid_mod<CS_MOD_P>(w, all);
+  }
   fe_from_lane<LANES>(t, pre, lane > 0 ? lane - 1 : lane);
-  sc_mont_mul(p, w, t);
+  inv_domain_mul<MOD>(p, w, t);
   fe_cmov(w, p, lane > 0);
   fe_from_lane<LANES>(t, suf, lane + 1 < LANES ? lane + 1 : lane);
-  sc_mont_mul(p, w, t);
+  inv_domain_mul<MOD>(p, w, t);
   fe_cmov(w, p, lane + 1 < LANES);
 }
 
@@ -126,7 +145,7 @@ CS_FN bool ecdsa_scalars_ok(const fe& r, const fe& s) {
   return scalar_in_range(r) && scalar_in_range(s) && !(LOW_S && scalar_is_high(s));
 }
 
-// The verification past the range checks, from w = s^-1 R mod n (sc_batch_inv).
+// The verification past the range checks, from w = s^-1 R mod n (warp_batch_inv).
 CS_FN bool ecdsa_verify_with(const fe& e_in, const fe& r, const fe& w, const apt& Q,
                              const u32* gtab) {
   fe e, u1, u2;
@@ -151,39 +170,45 @@ CS_FN bool cs_verify_ecdsa(const fe& e_in, const fe& r, const fe& s, const apt& 
                            const u32* gtab, bool active = true) {
   const bool ok = active && ecdsa_scalars_ok<LOW_S>(r, s);
   fe w;
-  sc_batch_inv<CS_INV_LANES>(w, s, ok);
+  warp_batch_inv<CS_INV_LANES, CS_MOD_N>(w, s, ok);
   return ok && ecdsa_verify_with(e_in, r, w, Q, gtab);
 }
 
 // Public-key recovery (Ethereum's sender recovery): Q = r^-1 (s R - e G), where R is the point
 // with x = r and the parity of y `id` names (ids 0 and 1; x = r + n, ids 2 and 3, is refused, as
 // Ethereum does). False for r or s outside [1, n), s > n/2 (Ethereum since Homestead), an r that
-// is no point's x, or Q at infinity. r^-1 is shared across the warp as s^-1 is in verification
-// (every lane of the warp calls this together; `active` false for a lane without a request); Q
-// comes back affine by one field inversion (Euclid) of each lane's own.
+// is no point's x, or Q at infinity. Both inversions are shared across the warp: r^-1 mod n as
+// s^-1 is in verification, and the one that makes Q affine, Z^-1 mod p. Every lane of the warp
+// calls this together and reaches both (`active` false for a lane without a request).
 CS_FN bool cs_recover_ecdsa(apt& Q, const fe& e_in, const fe& r, const fe& s, u32 id,
                             const u32* gtab, bool active = true) {
   const bool ok = active && id <= 1 && ecdsa_scalars_ok<1>(r, s);
   fe w;
-  sc_batch_inv<CS_INV_LANES>(w, r, ok);
+  warp_batch_inv<CS_INV_LANES, CS_MOD_N>(w, r, ok);
   apt R;
   fe_copy(R.x, r);
-  if (!ok || !cs_decompress(R.y, r, id)) return false;
-  fe e, u1, u2;
-  fe_copy(e, e_in);
-  scalar_reduce_once(e);
-  sc_mont_mul(u1, e, w);  // e / r
-  if (!fe_is_zero(u1)) {  // u1 = -e / r
-    fe n;
-    CS_LOAD_CONST(n, curve_n);
-    u256_sub(u1.v, n.v, u1.v);
+  const bool on_curve = ok && cs_decompress(R.y, r, id);
+  jpt S;
+  pt_set_inf(S);
+  if (on_curve) {
+    fe e, u1, u2;
+    fe_copy(e, e_in);
+    scalar_reduce_once(e);
+    sc_mont_mul(u1, e, w);  // e / r
+    if (!fe_is_zero(u1)) {  // u1 = -e / r
+      fe n;
+      CS_LOAD_CONST(n, curve_n);
+      u256_sub(u1.v, n.v, u1.v);
+    }
+    sc_mont_mul(u2, s, w);  // s / r, nonzero: s, w in [1, n)
+    jpt T;
+    mul_window(T, u2, R);
+    mul_fixed<CS_GTAB_BITS>(S, u1, gtab);
+    pt_add_jac(S, T);
   }
-  sc_mont_mul(u2, s, w);  // s / r, nonzero: s, w in [1, n)
-  jpt S, T;
-  mul_window(T, u2, R);
-  mul_fixed<CS_GTAB_BITS>(S, u1, gtab);
-  pt_add_jac(S, T);
-  if (fe_is_zero(S.Z)) return false;
-  pt_to_affine<CS_INV_EUCLID>(Q, S);
-  return true;
+  const bool found = on_curve && !fe_is_zero(S.Z);
+  fe zi;
+  warp_batch_inv<CS_INV_LANES, CS_MOD_P>(zi, S.Z, found);
+  pt_affine_with(Q, S, zi);
+  return found;
 }

@@ -126,15 +126,21 @@ CS_FN void curve_g(apt& g) {
   CS_LOAD_CONST(g.y, curve_gy);
 }
 
-// Affine form of a finite Jacobian point.
-template <int INV>
-CS_FN void pt_to_affine(apt& a, const jpt& P) {
-  fe zi, zi2;
-  fe_inv<INV>(zi, P.Z);
+// Affine form of a finite Jacobian point, given zi = 1/Z: (X zi^2, Y zi^3).
+CS_FN void pt_affine_with(apt& a, const jpt& P, const fe& zi) {
+  fe zi2;
   fe_sqr(zi2, zi);
   fe_mul(a.x, P.X, zi2);
   fe_mul(zi2, zi2, zi);
   fe_mul(a.y, P.Y, zi2);
+}
+
+// Affine form of a finite Jacobian point.
+template <int INV>
+CS_FN void pt_to_affine(apt& a, const jpt& P) {
+  fe zi;
+  fe_inv<INV>(zi, P.Z);
+  pt_affine_with(a, P, zi);
 }
 
 // Paper: window-1 simultaneous multiplication with the table {inf, G, P, G+P}.

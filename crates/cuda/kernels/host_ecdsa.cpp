@@ -2,7 +2,7 @@
 // (P-256, secp256k1), each with that curve's generated cs_curve.h and the prefix CS_ECDSA_PREFIX
 // (cs_p256_, cs_k256_) on its exports. CI checks cs_verify_ecdsa and the scalar arithmetic against
 // the Rust references, and the backend builds the curve's fixed-base table with it.
-#include "host_warp.h"  // threadIdx and the shuffles, for sc_batch_inv's 32 emulated lanes
+#include "host_warp.h"  // threadIdx and the shuffles, for warp_batch_inv's 32 emulated lanes
 #include "cs_curve.h"
 #include "cs_arith.cuh"
 #include "cs_verify.cuh"
@@ -19,23 +19,32 @@ namespace {
 thread_local const u32* inverse_in;
 thread_local const int* inverse_use;
 thread_local u32* inverse_out;
+thread_local int inverse_mod;
 
 void inverse_lane(int lane) {
-  fe x, w, one, r;
+  fe x, w, r;
   load8(x, inverse_in + 8 * lane);
-  sc_batch_inv<kWarpLanes>(w, x, inverse_use[lane] != 0);
-  fe_set_word(one, 1);
-  sc_mont_mul(r, w, one);  // out of Montgomery form
+  const bool use = inverse_use[lane] != 0;
+  if (inverse_mod == CS_MOD_N) {
+    warp_batch_inv<kWarpLanes, CS_MOD_N>(w, x, use);
+    fe one;
+    fe_set_word(one, 1);
+    sc_mont_mul(r, w, one);  // out of Montgomery form
+  } else {
+    warp_batch_inv<kWarpLanes, CS_MOD_P>(r, x, use);
+  }
   for (int i = 0; i < 8; i++) inverse_out[8 * lane + i] = r.v[i];
 }
 }  // namespace
 
 extern "C" {
 
-// The warp's shared inversion mod n (sc_batch_inv) as a warp of 32 runs it, emulated: x holds 32
-// scalars of 8 words, use[k] says whether lane k takes part; out gets each x^-1 mod n (1 where
-// use is 0). Returns 0 when the lanes disagreed on their shuffles.
-int CS_EXPORT(batch_inverse)(const u32* x, const int* use, u32* out) {
+// The warp's shared inversion (warp_batch_inv) as a warp of 32 runs it, emulated, modulo n
+// (modulus CS_MOD_N) or p (CS_MOD_P): x holds 32 values of 8 words, use[k] says whether lane k
+// takes part; out gets each x^-1 (1 where use is 0). Returns 0 when the lanes disagreed on their
+// shuffles.
+int CS_EXPORT(batch_inverse)(int modulus, const u32* x, const int* use, u32* out) {
+  inverse_mod = modulus == CS_MOD_N ? CS_MOD_N : CS_MOD_P;
   inverse_in = x;
   inverse_use = use;
   inverse_out = out;

@@ -119,7 +119,12 @@ macro_rules! ecdsa_ffi {
                 #[link_name = $on_curve]
                 pub fn on_curve(x: *const u32, y: *const u32) -> i32;
                 #[link_name = $batch_inverse]
-                pub fn batch_inverse(x: *const u32, used: *const i32, out: *mut u32) -> i32;
+                pub fn batch_inverse(
+                    modulus: i32,
+                    x: *const u32,
+                    used: *const i32,
+                    out: *mut u32,
+                ) -> i32;
             }
         }
     };
@@ -146,6 +151,16 @@ ecdsa_ffi!(
     "cs_k256_on_curve",
     "cs_k256_batch_inverse"
 );
+
+/// The modulus of a kernel routine that works mod p or mod n (the values of the kernels'
+/// CS_MOD_P and CS_MOD_N).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Modulus {
+    /// The field prime p.
+    Field = 0,
+    /// The group order n.
+    Order = 1,
+}
 
 /// The curves the host builds of the kernels are compiled for: SM2 (kernels/host_shim.cpp, every
 /// routine) and the ECDSA curves (kernels/host_ecdsa.cpp, the ECDSA path; see [`EcdsaHost`]).
@@ -287,10 +302,15 @@ impl EcdsaHost {
         self.scalar_op(1, a, &[0; 8])
     }
 
-    /// The inverses mod n of a warp's 32 scalars as the kernels share one inversion among the
-    /// lanes (`sc_batch_inv`, lanes and shuffles emulated): x⁻¹ mod n where `used`, 1 elsewhere.
-    /// None when the lanes disagreed on their shuffles. Each used x must be in [1, n).
-    pub fn warp_inverse(self, x: &[Words; 32], used: &[bool; 32]) -> Option<[Words; 32]> {
+    /// The inverses of a warp's 32 values as the kernels share one inversion among the lanes
+    /// (`warp_batch_inv`, lanes and shuffles emulated), mod n or mod p: x⁻¹ where `used`, 1
+    /// elsewhere. None when the lanes disagreed on their shuffles. Each used x must be in [1, m).
+    pub fn warp_inverse(
+        self,
+        modulus: Modulus,
+        x: &[Words; 32],
+        used: &[bool; 32],
+    ) -> Option<[Words; 32]> {
         let f = match self.0 {
             HostCurve::P256 => p256_ffi::batch_inverse,
             HostCurve::Secp256k1 => k256_ffi::batch_inverse,
@@ -300,7 +320,14 @@ impl EcdsaHost {
         let used: Vec<i32> = used.iter().map(|&u| u as i32).collect();
         let mut out = vec![0u32; 32 * 8];
         // SAFETY: 32 × 8 words in and out, 32 flags.
-        let agreed = unsafe { f(flat.as_ptr(), used.as_ptr(), out.as_mut_ptr()) } == 1;
+        let agreed = unsafe {
+            f(
+                modulus as i32,
+                flat.as_ptr(),
+                used.as_ptr(),
+                out.as_mut_ptr(),
+            )
+        } == 1;
         agreed.then(|| std::array::from_fn(|k| out[8 * k..8 * k + 8].try_into().unwrap()))
     }
 

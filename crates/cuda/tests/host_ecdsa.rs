@@ -6,7 +6,7 @@
 
 use chainsig_core::Algorithm;
 use chainsig_cuda::codegen::{ge, sub, words_from_be, Words};
-use chainsig_cuda::host::{self, EcdsaHost, HostCurve};
+use chainsig_cuda::host::{self, EcdsaHost, HostCurve, Modulus};
 use chainsig_cuda::testdata_ecdsa::generate;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -126,10 +126,10 @@ fn field_products_match_the_bit_serial_reference() {
 
 const ONE: Words = [1, 0, 0, 0, 0, 0, 0, 0];
 
-/// The scalars where modular arithmetic goes wrong first: 1, 2, n − 1, n − 2 and about n / 2.
-fn edge_scalars(n: &Words) -> Vec<Words> {
+/// The values where arithmetic mod m goes wrong first: 1, 2, m − 1, m − 2 and about m / 2.
+fn edge_scalars(m: &Words) -> Vec<Words> {
     let two = [2, 0, 0, 0, 0, 0, 0, 0];
-    vec![ONE, two, sub(n, &ONE), sub(n, &two), n.map(|w| w >> 1)]
+    vec![ONE, two, sub(m, &ONE), sub(m, &two), m.map(|w| w >> 1)]
 }
 
 #[test]
@@ -163,49 +163,58 @@ fn scalar_products_and_inverses_match_the_bit_serial_reference() {
 #[test]
 fn a_warps_shared_inversion_gives_every_lane_its_own_inverse() {
     for (curve, _) in CURVES {
-        let mut rng = ChaCha20Rng::seed_from_u64(34);
-        let n = n(curve);
-        let h = host_of(curve);
-        // Whole warps of random scalars, then warps with edge values, idle lanes (a batch's tail,
-        // signatures that failed their range checks) at the ends and in between, and one lane alone.
-        let mut warps: Vec<([Words; 32], [bool; 32])> = Vec::new();
-        for _ in 0..3 {
-            warps.push((
-                std::array::from_fn(|_| random_below(&mut rng, &n)),
-                [true; 32],
-            ));
-        }
-        let edges = edge_scalars(&n);
-        let x: [Words; 32] = std::array::from_fn(|k| {
-            if k % 5 == 0 {
-                edges[k / 5 % edges.len()]
-            } else {
-                random_below(&mut rng, &n)
+        for modulus in [Modulus::Order, Modulus::Field] {
+            let mut rng = ChaCha20Rng::seed_from_u64(34);
+            let m = match modulus {
+                Modulus::Order => n(curve),
+                Modulus::Field => p(curve),
+            };
+            let h = host_of(curve);
+            // Whole warps of random values, then warps with edge values, idle lanes (a batch's
+            // tail, signatures that failed their checks) at the ends and in between, and one lane
+            // alone.
+            let mut warps: Vec<([Words; 32], [bool; 32])> = Vec::new();
+            for _ in 0..3 {
+                warps.push((
+                    std::array::from_fn(|_| random_below(&mut rng, &m)),
+                    [true; 32],
+                ));
             }
-        });
-        warps.push((x, std::array::from_fn(|k| k % 7 != 3 && k < 29)));
-        warps.push((x, std::array::from_fn(|k| k == 0 || k == 31)));
-        warps.push((x, std::array::from_fn(|k| k == 17)));
-        warps.push((x, [false; 32]));
-        // An idle lane's value never matters: zero there, where an inversion would fail.
-        let mut zeros = x;
-        zeros[4] = [0; 8];
-        let mut used = [true; 32];
-        used[4] = false;
-        warps.push((zeros, used));
-        for (x, used) in &warps {
-            let w = h
-                .warp_inverse(x, used)
-                .unwrap_or_else(|| panic!("{curve:?}: lanes disagreed on their shuffles"));
-            for k in 0..32 {
-                // The inverse is the one value below n whose product with x is 1.
-                assert!(!ge(&w[k], &n), "{curve:?}: lane {k}'s inverse not reduced");
-                let got = if used[k] {
-                    slow::mul_mod_slow(&x[k], &w[k], &n)
+            let edges = edge_scalars(&m);
+            let x: [Words; 32] = std::array::from_fn(|k| {
+                if k % 5 == 0 {
+                    edges[k / 5 % edges.len()]
                 } else {
-                    w[k]
-                };
-                assert_eq!(got, ONE, "{curve:?}: lane {k} of {used:?}");
+                    random_below(&mut rng, &m)
+                }
+            });
+            warps.push((x, std::array::from_fn(|k| k % 7 != 3 && k < 29)));
+            warps.push((x, std::array::from_fn(|k| k == 0 || k == 31)));
+            warps.push((x, std::array::from_fn(|k| k == 17)));
+            warps.push((x, [false; 32]));
+            // An idle lane's value never matters: zero there, where an inversion would fail.
+            let mut zeros = x;
+            zeros[4] = [0; 8];
+            let mut used = [true; 32];
+            used[4] = false;
+            warps.push((zeros, used));
+            for (x, used) in &warps {
+                let w = h.warp_inverse(modulus, x, used).unwrap_or_else(|| {
+                    panic!("{curve:?} {modulus:?}: lanes disagreed on their shuffles")
+                });
+                for k in 0..32 {
+                    // The inverse is the one value below m whose product with x is 1.
+                    assert!(
+                        !ge(&w[k], &m),
+                        "{curve:?} {modulus:?}: lane {k} not reduced"
+                    );
+                    let got = if used[k] {
+                        slow::mul_mod_slow(&x[k], &w[k], &m)
+                    } else {
+                        w[k]
+                    };
+                    assert_eq!(got, ONE, "{curve:?} {modulus:?}: lane {k} of {used:?}");
+                }
             }
         }
     }
