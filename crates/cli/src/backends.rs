@@ -35,7 +35,20 @@ pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Re
     if requested == chainsig_core::backend::CPU {
         return Ok(registry);
     }
-    match CudaBackend::new(CudaConfig::default()) {
+    let config = match std::env::var("CHAINSIG_CUDA_CONFIG") {
+        Ok(json) if !json.trim().is_empty() => match CudaConfig::default().with_overrides(&json) {
+            Ok(c) => c,
+            Err(e) => {
+                registry.register_unavailable(
+                    chainsig_cuda::backend::NAME,
+                    format!("CHAINSIG_CUDA_CONFIG: {e}"),
+                );
+                return Ok(registry);
+            }
+        },
+        _ => CudaConfig::default(),
+    };
+    match CudaBackend::new(config) {
         Ok(cuda) => {
             if !signers.is_empty() {
                 let started = Instant::now();

@@ -114,6 +114,36 @@ impl CudaConfig {
         }
     }
 
+    /// This configuration with the fields a JSON object names replaced, nested objects merged
+    /// field by field: `{"block_size": 256, "kernel": {"max_registers": 128}}` changes those two
+    /// and keeps the rest. For tuning on a machine without rebuilding (the CLI reads the
+    /// environment variable `CHAINSIG_CUDA_CONFIG`). The result is validated; an error names the
+    /// field.
+    pub fn with_overrides(self, json: &str) -> Result<CudaConfig, String> {
+        fn merge(base: &mut serde_json::Value, over: serde_json::Value) {
+            match (base, over) {
+                (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
+                    for (k, v) in o {
+                        merge(b.entry(k).or_insert(serde_json::Value::Null), v);
+                    }
+                }
+                (b, o) => *b = o,
+            }
+        }
+        let over: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
+        if !over.is_object() {
+            return Err("expected a JSON object of CudaConfig fields".into());
+        }
+        let mut merged = serde_json::to_value(self).map_err(|e| e.to_string())?;
+        merge(&mut merged, over);
+        let known = serde_json::to_value(self).map_err(|e| e.to_string())?;
+        unknown_field(&merged, &known, "")?;
+        let cfg: CudaConfig = serde_json::from_value(merged).map_err(|e| e.to_string())?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
     /// Items per chunk of a batch (or of the works run together) of `len` items.
     fn chunk_len(&self, len: usize) -> usize {
         let c = self.chunk_items.unwrap_or_else(|| {
@@ -157,6 +187,25 @@ impl CudaConfig {
         }
         Ok(())
     }
+}
+
+/// An error naming the first field of `merged` that `known` (a serialised configuration) lacks:
+/// a misspelt override must not pass silently.
+fn unknown_field(
+    merged: &serde_json::Value,
+    known: &serde_json::Value,
+    path: &str,
+) -> Result<(), String> {
+    if let (serde_json::Value::Object(m), serde_json::Value::Object(k)) = (merged, known) {
+        for (name, v) in m {
+            let here = format!("{path}{name}");
+            match k.get(name) {
+                None => return Err(format!("unknown field `{here}`")),
+                Some(kv) => unknown_field(v, kv, &format!("{here}."))?,
+            }
+        }
+    }
+    Ok(())
 }
 
 fn unavailable(reason: impl Into<String>) -> BackendError {
@@ -1756,6 +1805,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn overrides_replace_the_fields_they_name_and_refuse_unknown_ones() {
+        let base = CudaConfig::default();
+        let c = base
+            .with_overrides(r#"{"block_size": 256, "kernel": {"max_registers": 128}}"#)
+            .unwrap();
+        assert_eq!(c.block_size, 256);
+        assert_eq!(c.kernel.max_registers, Some(128));
+        assert_eq!(c.kernel.mode, base.kernel.mode);
+        assert_eq!(c.streams, base.streams);
+        let e = base
+            .with_overrides(r#"{"kernel": {"max_regs": 128}}"#)
+            .unwrap_err();
+        assert!(e.contains("kernel.max_regs"), "{e}");
+        assert!(base
+            .with_overrides(r#"{"streams": 17}"#)
+            .unwrap_err()
+            .contains("streams"));
+        assert!(base.with_overrides("[1]").is_err());
+        assert!(base.with_overrides("{").unwrap_err().contains("JSON"));
     }
 
     #[test]
