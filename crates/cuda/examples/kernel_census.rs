@@ -141,7 +141,7 @@ fn main() {
         ("p256", chainsig_core::curve::P256),
         ("secp256k1", chainsig_core::curve::SECP256K1),
     ] {
-        let cfg = kernel::ecdsa_config();
+        let cfg = kernel::ecdsa_config(KernelConfig::default_fast().max_registers);
         for common in [false, true] {
             let mut src = kernel::ecdsa_source(&curve).expect("ECDSA kernel source");
             if common {

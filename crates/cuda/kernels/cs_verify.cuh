@@ -246,7 +246,49 @@ CS_FN void mul_window_in(jpt& acc, const fe& t, const apt& P) {
   fe_cmov(acc.Y, ny, even);
 }
 
+// Ablation defines for the small-batch lane kernels (measured against the defaults):
+// CS_QUAD_PLAIN walks quads in plain Jacobian coordinates; CS_JAC_WINDOW keeps the odd multiples
+// in Jacobian coordinates, each with its own Z, and adds them by the full Jacobian addition.
+#if defined(CS_JAC_WINDOW)
+CS_FN void mul_window(jpt& acc, const fe& t, const apt& P) {
+  fe k, n;
+  CS_LOAD_CONST(n, curve_n);
+  bool even = (t.v[0] & 1u) == 0;
+  u256_sub(k.v, n.v, t.v);
+  fe_cmov(k, t, !even);
+  u256_shr1(k, 0);
+  jpt tbl[8], p2;  // P, 3P, ..., 15P
+  pt_from_affine(tbl[0], P);
+  pt_from_affine(p2, P);
+  pt_dbl(p2);
+  for (int i = 1; i < 8; i++) {
+    tbl[i] = tbl[i - 1];
+    pt_add_jac(tbl[i], p2);
+  }
+  acc = tbl[0];
+  for (int wi = 7; wi >= 0; wi--) {
+    u32 word = fe_word(k, wi);
+    for (int q = 7; q >= 0; q--) {
+      u32 nib = (word >> (4 * q)) & 15u;
+      for (int d = 0; d < 4; d++) pt_dbl(acc);
+      bool pos = (nib & 8u) != 0;
+      u32 idx = pos ? (nib & 7u) : (7u - nib);
+      jpt Q = tbl[idx];
+      fe ny;
+      fe_neg(ny, Q.Y);
+      fe_cmov(Q.Y, ny, !pos);
+      pt_add_jac(acc, Q);
+    }
+  }
+  fe ny;
+  fe_neg(ny, acc.Y);
+  fe_cmov(acc.Y, ny, even);
+}
+#elif defined(CS_QUAD_PLAIN)
+CS_FN void mul_window(jpt& acc, const fe& t, const apt& P) { mul_window_in<false>(acc, t, P); }
+#else
 CS_FN void mul_window(jpt& acc, const fe& t, const apt& P) { mul_window_in<CS_LANES == 4>(acc, t, P); }
+#endif
 
 // Fast: s*G from the fixed-base table, t*P by the signed window, then one addition.
 CS_FN void mul_fast(jpt& R, const fe& s, const fe& t, const apt& P, const u32* gtab) {

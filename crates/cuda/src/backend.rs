@@ -796,12 +796,14 @@ impl Engine {
         self.ctx
             .bind_to_thread()
             .map_err(|e| device_err("bind context", e))?;
-        let compiled = kernel::compile_ecdsa(curve.params(), &self.arch).map_err(unavailable)?;
+        let compiled =
+            kernel::compile_ecdsa(curve.params(), &self.arch, self.cfg.kernel.max_registers)
+                .map_err(unavailable)?;
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
             .map_err(|e| device_err("cuModuleLoadData (ECDSA)", e))?;
-        let config = kernel::ecdsa_config();
+        let config = kernel::ecdsa_config(self.cfg.kernel.max_registers);
         let load = |name: &str| {
             module
                 .load_function(name)
@@ -1144,12 +1146,16 @@ impl Engine {
                 (
                     ecdsa.kernel(batch.low_s()),
                     ecdsa.gtab.ptr,
-                    kernel::ecdsa_config(),
+                    kernel::ecdsa_config(self.cfg.kernel.max_registers),
                 )
             }
             Work::Recover(alg, _) => {
                 let ecdsa = loaded_ecdsa(&self.ecdsa, alg);
-                (&ecdsa.recover, ecdsa.gtab.ptr, kernel::ecdsa_config())
+                (
+                    &ecdsa.recover,
+                    ecdsa.gtab.ptr,
+                    kernel::ecdsa_config(self.cfg.kernel.max_registers),
+                )
             }
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
@@ -1293,7 +1299,7 @@ impl Engine {
             (
                 ecdsa.kernel(batch.low_s()),
                 ecdsa.gtab.ptr,
-                kernel::ecdsa_config(),
+                kernel::ecdsa_config(self.cfg.kernel.max_registers),
             )
         };
         let (grid, out_words) = func.shape(mp);

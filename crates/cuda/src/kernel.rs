@@ -320,15 +320,27 @@ pub fn ecdsa_source(curve: &CurveParams) -> Result<String, codegen::CodegenError
 }
 
 /// The switches an ECDSA module is compiled with: the default SM2 kernel's (fast mode, one thread
-/// per signature, full keys, its register cap), whose multiplications it shares.
-pub fn ecdsa_config() -> KernelConfig {
-    KernelConfig::default_fast()
+/// per signature, full keys), whose multiplications it shares, under the register cap the
+/// backend's SM2 kernel has (`max_registers`), so that one block size suits both.
+pub fn ecdsa_config(max_registers: Option<u32>) -> KernelConfig {
+    KernelConfig {
+        max_registers,
+        ..KernelConfig::default_fast()
+    }
 }
 
-/// Compiles (or loads from the cache) a curve's ECDSA module for `arch`.
-pub fn compile_ecdsa(curve: &CurveParams, arch: &str) -> Result<Compiled, String> {
+/// Compiles (or loads from the cache) a curve's ECDSA module for `arch` under a register cap.
+pub fn compile_ecdsa(
+    curve: &CurveParams,
+    arch: &str,
+    max_registers: Option<u32>,
+) -> Result<Compiled, String> {
     let src = ecdsa_source(curve).map_err(|e| e.0)?;
-    compile_cached_with(&src, arch, config_options(&ecdsa_config(), arch))
+    compile_cached_with(
+        &src,
+        arch,
+        config_options(&ecdsa_config(max_registers), arch),
+    )
 }
 
 /// Source of the SM3 module (`cs_sm3_e`): the type prelude and kernels/cs_sm3.cuh.
