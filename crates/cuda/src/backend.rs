@@ -58,8 +58,8 @@ pub struct CudaConfig {
     #[serde(default)]
     pub pairs_below: usize,
     /// Batches of at most this many items run the same with quads ([`KernelConfig::quad`]),
-    /// eight threads per signature; 0 never does. Above about 4096 signatures its 256-thread
-    /// blocks no longer fit one round on the H200 (one block per multiprocessor by registers).
+    /// eight threads per signature; 0 (the default, [`QUADS_BELOW`]) never does. Above about 4096
+    /// signatures its 256-thread blocks no longer fit one round on the H200.
     #[serde(default)]
     pub quads_below: usize,
 }
@@ -94,11 +94,14 @@ fn default_min_chunk() -> usize {
 /// The default [`CudaConfig::pairs_below`], from the H200 measurements.
 pub const PAIRS_BELOW: usize = 8192;
 
-/// The default [`CudaConfig::quads_below`], from the H200 measurements.
-pub const QUADS_BELOW: usize = 4096;
+/// The default [`CudaConfig::quads_below`]: none. Since the window's odd multiples share one Z
+/// (commit 1e62982) the quads take longer than the lane pairs at every size they ran (H100,
+/// 2026-12-05, same binary: 1.68 against 1.15 ms at 4096, 1.64 against 1.11 ms at 1024;
+/// BENCHMARKS.md); they stay a switch.
+pub const QUADS_BELOW: usize = 0;
 
 // pick_kernel takes the first small-batch form that fits, so the bounds must grow in the order
-// of small_kernels: quads, then pairs, then the compact kernel.
+// of small_kernels: quads (when on), then pairs, then the compact kernel.
 const _: () = assert!(QUADS_BELOW < PAIRS_BELOW && PAIRS_BELOW < COMPACT_BELOW);
 
 impl CudaConfig {
@@ -1852,7 +1855,11 @@ mod tests {
 
     #[test]
     fn small_batch_kernels_are_loaded_only_for_the_fast_mode_and_never_by_exact() {
-        let c = CudaConfig::default();
+        // The quads load only where a configuration asks for them (off by default).
+        let c = CudaConfig {
+            quads_below: 4096,
+            ..CudaConfig::default()
+        };
         let small = c.small_kernels();
         let quads = KernelConfig::default_fast().compacted().quad().split();
         let split = KernelConfig::default_fast().compacted().split();
@@ -1860,10 +1867,14 @@ mod tests {
         assert_eq!(
             small,
             vec![
-                (quads, QUADS_BELOW),
+                (quads, 4096),
                 (split, PAIRS_BELOW),
                 (compact, COMPACT_BELOW)
             ]
+        );
+        assert_eq!(
+            CudaConfig::default().small_kernels(),
+            vec![(split, PAIRS_BELOW), (compact, COMPACT_BELOW)]
         );
         assert_eq!(quads.threads_per_item(), 8);
         assert_eq!(split.threads_per_item(), 4);
