@@ -17,6 +17,11 @@
 #   clocks   the SM clock sampled every 100 ms (clocks.csv) while chainsig bench times small
 #            batches first on an idle card, then right after a large batch: small batches leave
 #            the card mostly idle, and its clock may not rise for them.
+#   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
+#            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
+#            CS_JAC_WINDOW through CHAINSIG_NVRTC_DEFINES); 128 registers with 256-thread blocks
+#            (CHAINSIG_CUDA_CONFIG) for SM2 and for ECDSA. The cache must hold those modules
+#            (fill it here with the same variables set) or NVRTC compiles them on the machine.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export CHAINSIG_CACHE_DIR=$PWD/.carry/kcache
@@ -76,6 +81,23 @@ part_clocks() {
   done
   echo "end $(date -u +%T.%N)" | tee -a "$L"
   kill $smi
+}
+part_tuning() {
+  local all=1024,4096,8192,65536,131072,172032,262144,1048576
+  local r='"kernel":{"max_registers":128},"block_size":256'
+  tune() {  # label defines config algs sizes
+    echo "== tuning $1 [$2] [$3]" | tee -a "$L"
+    CHAINSIG_NVRTC_DEFINES="$2" CHAINSIG_CUDA_CONFIG="$3" timeout 60 $B bench --alg "$4" \
+      --backend cuda --repeats 9 --sizes "$5" 2>&1 | tee -a "$L"
+  }
+  tune default "" "" sm2 $all
+  tune quad_plain -DCS_QUAD_PLAIN '{"quads_below":4096}' sm2 1024,2048,4096
+  tune jac_window -DCS_JAC_WINDOW "" sm2 $all
+  tune r128 "" "{$r}" sm2 $all
+  tune r128_main "" "{$r,\"compact_below\":0}" sm2 $all
+  tune ecdsa_default "" "" p256,secp256k1 4096,172032,1048576
+  tune ecdsa_r128 "" "{$r}" p256,secp256k1 4096,172032,1048576
+  tune default_again "" "" sm2 $all
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do
   echo "== $part ($(date -u +%T))" | tee -a "$L"

@@ -177,6 +177,13 @@ CS_FN void fe_neg(fe& r, const fe& a) {
   fe_sub(r, z, a);
 }
 
+// y = -y where `negate` holds, without a branch.
+CS_FN void fe_neg_if(fe& y, bool negate) {
+  fe ny;
+  fe_neg(ny, y);
+  fe_cmov(y, ny, negate);
+}
+
 // The reduction's corrections, which random operands need about once in 10^8 (again: the top
 // fold carried out) and once in 2^31 (r >= p) multiplications: 2^256 - p added once more, then
 // one conditional subtraction of p. CS_RARE_CALL (an ablation define) keeps its body out of line,

@@ -60,9 +60,7 @@ CS_FN bool cs_decompress(fe& y, const fe& x, u32 parity) {
   fe_pow_sqrt(y, rhs);  // p = 3 mod 4
   fe_sqr(t, y);
   if (!fe_eq(t, rhs)) return false;
-  fe ny;
-  fe_neg(ny, y);
-  fe_cmov(y, ny, (y.v[0] & 1) != (parity & 1));
+  fe_neg_if(y, (y.v[0] & 1) != (parity & 1));
   return true;
 }
 
@@ -114,9 +112,7 @@ CS_FN void mul_fixed(jpt& R, const fe& k, const u32* tab) {
     const u32 mag = carry ? (2u * HALF - v) : v;
     apt q;
     table_load(q, tab, (u32)j * HALF + (mag ? mag - 1u : 0u));
-    fe ny;
-    fe_neg(ny, q.y);
-    fe_cmov(q.y, ny, carry != 0);
+    fe_neg_if(q.y, carry != 0);
     pt_add_affine(R, q, mag == 0);
   }
 }
@@ -187,6 +183,24 @@ CS_FN void mul_separate(jpt& R, const fe& s, const fe& t, const apt& P, const u3
   pt_add_jac(R, tp);
 }
 
+// The window's digits: k = (t or n - t, whichever is odd) >> 1; returns whether t was even.
+CS_FN bool window_digits(fe& k, const fe& t) {
+  fe n;
+  CS_LOAD_CONST(n, curve_n);
+  const bool even = (t.v[0] & 1u) == 0;
+  u256_sub(k.v, n.v, t.v);
+  fe_cmov(k, t, !even);
+  u256_shr1(k, 0);
+  return even;
+}
+
+// Nibble B of k encodes the digit 2B - 15: the table entry of |2B - 15| (entry i holds (2i + 1) P)
+// and whether the digit is positive.
+CS_FN u32 window_entry(u32 nib, bool& positive) {
+  positive = (nib & 8u) != 0;
+  return positive ? (nib & 7u) : (7u - nib);
+}
+
 // Walk of the signed 4-bit window over k' = (k >> 1): from entry 0 of the table, 64 rounds of four
 // doublings and one addition of the entry its nibble selects, negated for a negative digit. With
 // MODIFIED the accumulator carries W = a Z^4 (pt_dbl_w, three quad steps per doubling instead of
@@ -213,12 +227,9 @@ CS_FN void window_walk(jpt& acc, const fe& k, const apt tbl[8], const coz_basis&
         else
           pt_dbl(acc);
       }
-      bool pos = (nib & 8u) != 0;
-      u32 idx = pos ? (nib & 7u) : (7u - nib);
-      apt Q = tbl[idx];
-      fe ny;
-      fe_neg(ny, Q.y);
-      fe_cmov(Q.y, ny, !pos);
+      bool pos;
+      apt Q = tbl[window_entry(nib, pos)];
+      fe_neg_if(Q.y, !pos);
       pt_add_coz<MODIFIED>(acc, &w, Q, basis, &alam4);
     }
   }
@@ -231,32 +242,22 @@ CS_FN void window_walk(jpt& acc, const fe& k, const apt tbl[8], const coz_basis&
 // walks in modified Jacobian coordinates (see window_walk).
 template <bool MODIFIED>
 CS_FN void mul_window_in(jpt& acc, const fe& t, const apt& P) {
-  fe k, n;
-  CS_LOAD_CONST(n, curve_n);
-  bool even = (t.v[0] & 1u) == 0;
-  u256_sub(k.v, n.v, t.v);
-  fe_cmov(k, t, !even);
-  u256_shr1(k, 0);
+  fe k;
+  const bool even = window_digits(k, t);
   apt tbl[8];  // P, 3P, ..., 15P on one Z
   coz_basis basis;
   coz_odd_multiples(tbl, basis, P);
   window_walk<MODIFIED>(acc, k, tbl, basis);
-  fe ny;
-  fe_neg(ny, acc.Y);
-  fe_cmov(acc.Y, ny, even);
+  fe_neg_if(acc.Y, even);  // an even t was walked as n - t
 }
 
-// Ablation defines for the small-batch lane kernels (measured against the defaults):
+// Ablation defines for the small-batch lane kernels (to be timed against the defaults):
 // CS_QUAD_PLAIN walks quads in plain Jacobian coordinates; CS_JAC_WINDOW keeps the odd multiples
 // in Jacobian coordinates, each with its own Z, and adds them by the full Jacobian addition.
 #if defined(CS_JAC_WINDOW)
 CS_FN void mul_window(jpt& acc, const fe& t, const apt& P) {
-  fe k, n;
-  CS_LOAD_CONST(n, curve_n);
-  bool even = (t.v[0] & 1u) == 0;
-  u256_sub(k.v, n.v, t.v);
-  fe_cmov(k, t, !even);
-  u256_shr1(k, 0);
+  fe k;
+  const bool even = window_digits(k, t);
   jpt tbl[8], p2;  // P, 3P, ..., 15P
   pt_from_affine(tbl[0], P);
   pt_from_affine(p2, P);
@@ -271,18 +272,13 @@ CS_FN void mul_window(jpt& acc, const fe& t, const apt& P) {
     for (int q = 7; q >= 0; q--) {
       u32 nib = (word >> (4 * q)) & 15u;
       for (int d = 0; d < 4; d++) pt_dbl(acc);
-      bool pos = (nib & 8u) != 0;
-      u32 idx = pos ? (nib & 7u) : (7u - nib);
-      jpt Q = tbl[idx];
-      fe ny;
-      fe_neg(ny, Q.Y);
-      fe_cmov(Q.Y, ny, !pos);
+      bool pos;
+      jpt Q = tbl[window_entry(nib, pos)];
+      fe_neg_if(Q.Y, !pos);
       pt_add_jac(acc, Q);
     }
   }
-  fe ny;
-  fe_neg(ny, acc.Y);
-  fe_cmov(acc.Y, ny, even);
+  fe_neg_if(acc.Y, even);  // an even t was walked as n - t
 }
 #elif defined(CS_QUAD_PLAIN)
 CS_FN void mul_window(jpt& acc, const fe& t, const apt& P) { mul_window_in<false>(acc, t, P); }
