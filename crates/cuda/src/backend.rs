@@ -138,9 +138,9 @@ impl CudaConfig {
         if !over.is_object() {
             return Err("expected a JSON object of CudaConfig fields".into());
         }
-        let mut merged = serde_json::to_value(self).map_err(|e| e.to_string())?;
-        merge(&mut merged, over);
         let known = serde_json::to_value(self).map_err(|e| e.to_string())?;
+        let mut merged = known.clone();
+        merge(&mut merged, over);
         unknown_field(&merged, &known, "")?;
         let cfg: CudaConfig = serde_json::from_value(merged).map_err(|e| e.to_string())?;
         cfg.validate()?;
@@ -400,6 +400,8 @@ fn launch_shape(mp: usize, block: u32, threads: u32) -> (u32, usize) {
 /// batch ([`Engine::ecdsa`]).
 struct EcdsaKernels {
     alg: Algorithm,
+    /// The switches the module was compiled with (its layout and register cap).
+    config: KernelConfig,
     any_s: Loaded,
     low_s: Loaded,
     recover: Loaded,
@@ -799,14 +801,13 @@ impl Engine {
         self.ctx
             .bind_to_thread()
             .map_err(|e| device_err("bind context", e))?;
+        let config = kernel::ecdsa_config(self.cfg.kernel.max_registers);
         let compiled =
-            kernel::compile_ecdsa(curve.params(), &self.arch, self.cfg.kernel.max_registers)
-                .map_err(unavailable)?;
+            kernel::compile_ecdsa(curve.params(), &config, &self.arch).map_err(unavailable)?;
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
             .map_err(|e| device_err("cuModuleLoadData (ECDSA)", e))?;
-        let config = kernel::ecdsa_config(self.cfg.kernel.max_registers);
         let load = |name: &str| {
             module
                 .load_function(name)
@@ -835,6 +836,7 @@ impl Engine {
             .map_err(|e| device_err("upload an ECDSA table", e))?;
         Ok(EcdsaKernels {
             alg,
+            config,
             any_s,
             low_s,
             recover,
@@ -1146,19 +1148,11 @@ impl Engine {
             ),
             Work::Ecdsa(batch) => {
                 let ecdsa = loaded_ecdsa(&self.ecdsa, batch.alg());
-                (
-                    ecdsa.kernel(batch.low_s()),
-                    ecdsa.gtab.ptr,
-                    kernel::ecdsa_config(self.cfg.kernel.max_registers),
-                )
+                (ecdsa.kernel(batch.low_s()), ecdsa.gtab.ptr, ecdsa.config)
             }
             Work::Recover(alg, _) => {
                 let ecdsa = loaded_ecdsa(&self.ecdsa, alg);
-                (
-                    &ecdsa.recover,
-                    ecdsa.gtab.ptr,
-                    kernel::ecdsa_config(self.cfg.kernel.max_registers),
-                )
+                (&ecdsa.recover, ecdsa.gtab.ptr, ecdsa.config)
             }
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
@@ -1299,11 +1293,7 @@ impl Engine {
         } else {
             self.ecdsa(batch.alg())?;
             let ecdsa = loaded_ecdsa(&self.ecdsa, batch.alg());
-            (
-                ecdsa.kernel(batch.low_s()),
-                ecdsa.gtab.ptr,
-                kernel::ecdsa_config(self.cfg.kernel.max_registers),
-            )
+            (ecdsa.kernel(batch.low_s()), ecdsa.gtab.ptr, ecdsa.config)
         };
         let (grid, out_words) = func.shape(mp);
         let mut host_in = vec![0u32; chunk_words(&k, mp)];

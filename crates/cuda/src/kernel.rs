@@ -329,18 +329,15 @@ pub fn ecdsa_config(max_registers: Option<u32>) -> KernelConfig {
     }
 }
 
-/// Compiles (or loads from the cache) a curve's ECDSA module for `arch` under a register cap.
+/// Compiles (or loads from the cache) a curve's ECDSA module for `arch` with the switches `cfg`
+/// (an [`ecdsa_config`]).
 pub fn compile_ecdsa(
     curve: &CurveParams,
+    cfg: &KernelConfig,
     arch: &str,
-    max_registers: Option<u32>,
 ) -> Result<Compiled, String> {
     let src = ecdsa_source(curve).map_err(|e| e.0)?;
-    compile_cached_with(
-        &src,
-        arch,
-        config_options(&ecdsa_config(max_registers), arch),
-    )
+    compile_cached_with(&src, arch, config_options(cfg, arch))
 }
 
 /// Source of the SM3 module (`cs_sm3_e`): the type prelude and kernels/cs_sm3.cuh.

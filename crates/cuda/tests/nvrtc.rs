@@ -61,16 +61,15 @@ fn ecdsa_kernels_compile_for_sm90_within_the_default_spill_budget() {
     }
     use chainsig_core::curve::{P256, SECP256K1};
     use rayon::prelude::*;
+    let cfg = kernel::ecdsa_config(KernelConfig::default_fast().max_registers);
     let reports: Vec<Vec<kernel::Resources>> = [P256, SECP256K1]
         .par_iter()
         .map(|curve| {
-            let c =
-                kernel::compile_ecdsa(curve, "sm_90", KernelConfig::default_fast().max_registers)
-                    .expect("NVRTC compile");
+            let c = kernel::compile_ecdsa(curve, &cfg, "sm_90").expect("NVRTC compile");
             kernel::parse_resources(&c.log)
         })
         .collect();
-    let budget = kernel::ecdsa_config(KernelConfig::default_fast().max_registers).spill_budget();
+    let budget = cfg.spill_budget();
     for (curve, res) in ["P-256", "secp256k1"].iter().zip(&reports) {
         for name in [
             kernel::ECDSA_KERNEL,
