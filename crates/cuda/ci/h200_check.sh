@@ -20,8 +20,9 @@
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
 #            CS_JAC_WINDOW through CHAINSIG_NVRTC_DEFINES); 128 registers with 256-thread blocks
-#            (CHAINSIG_CUDA_CONFIG) for SM2 and for ECDSA. The cache must hold those modules
-#            (fill it here with the same variables set) or NVRTC compiles them on the machine.
+#            (CHAINSIG_CUDA_CONFIG) for SM2 and for ECDSA, and that cap's block sizes. The cache
+#            must hold those modules (fill it here with the same variables set: the example
+#            `precompile`) or NVRTC compiles them on the machine.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 export CHAINSIG_CACHE_DIR=$PWD/.carry/kcache
@@ -97,6 +98,12 @@ part_tuning() {
   tune r128_main "" "{$r,\"compact_below\":0}" sm2 $all
   tune ecdsa_default "" "" p256,secp256k1 4096,172032,1048576
   tune ecdsa_r128 "" "{$r}" p256,secp256k1 4096,172032,1048576
+  # Block sizes under the 128-register cap: 64-512 threads a block give 448 or 512 threads an SM,
+  # which splits 172032 records into 2.9 or 2.5 rounds of the GPU's 132 SMs.
+  for b in 64 128 448 512; do
+    tune "r128_b$b" "" "{\"kernel\":{\"max_registers\":128},\"block_size\":$b,\"compact_below\":0}" \
+      sm2 131072,172032,262144,1048576
+  done
   tune default_again "" "" sm2 $all
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do

@@ -353,11 +353,11 @@ struct Pending {
     keys_stride: usize,
 }
 
-/// What the pipeline brings back for each work: verdict words, and recovered keys (x and y as
-/// little-endian words) for a recovery work, empty for the others.
+/// What the pipeline brings back for each work: verdict words, and for a recovery work each
+/// request's signer (empty for the others).
 struct Outputs {
     words: Vec<Vec<u64>>,
-    keys: Vec<Vec<[u32; 16]>>,
+    signers: Vec<Vec<Option<Recovered>>>,
 }
 
 /// A loaded verification kernel, the threads it runs per signature and its block size.
@@ -588,6 +588,48 @@ fn pick_kernel<'a>(main: &'a Loaded, small: &'a [(Loaded, usize)], len: usize) -
         .map_or(main, |(k, _)| k)
 }
 
+/// Compiles, side by side on a first run and through the disk cache, the SM2 modules a backend of
+/// `cfg` loads: its main kernel first, then its forms for small batches, one module each.
+fn compile_sm2_modules(
+    cfg: &CudaConfig,
+    arch: &str,
+) -> Result<Vec<(KernelConfig, kernel::Compiled)>, BackendError> {
+    let kernels: Vec<KernelConfig> = std::iter::once(cfg.kernel)
+        .chain(cfg.small_kernels().into_iter().map(|(k, _)| k))
+        .collect();
+    let compiled: Vec<kernel::Compiled> = std::thread::scope(|scope| {
+        let jobs: Vec<_> = kernels
+            .iter()
+            .map(|k| {
+                scope.spawn(move || kernel::compile_config(&chainsig_core::curve::SM2, k, arch))
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|j| {
+                j.join()
+                    .unwrap_or_else(|_| Err("the NVRTC compile panicked".into()))
+            })
+            .collect::<Result<Vec<_>, String>>()
+    })
+    .map_err(unavailable)?;
+    Ok(kernels.into_iter().zip(compiled).collect())
+}
+
+/// Compiles every module a backend of `cfg` may load on a device of architecture `arch` (the SM2
+/// modules, the ECDSA module of each curve, the SM3 module) into the disk cache, under the
+/// environment's `CHAINSIG_NVRTC_DEFINES`. Needs NVRTC but no GPU: a GPU machine given the cache
+/// spends none of its time compiling. Returns the number of modules.
+pub fn precompile(cfg: &CudaConfig, arch: &str) -> Result<usize, BackendError> {
+    cfg.validate().map_err(unavailable)?;
+    let sm2 = compile_sm2_modules(cfg, arch)?.len();
+    let ecdsa = kernel::ecdsa_config(cfg.kernel.max_registers);
+    for curve in [chainsig_core::curve::P256, chainsig_core::curve::SECP256K1] {
+        kernel::compile_ecdsa(&curve, &ecdsa, arch).map_err(unavailable)?;
+    }
+    kernel::compile_cached(&kernel::sm3_source(), arch).map_err(unavailable)?;
+    Ok(sm2 + 3)
+}
+
 impl Engine {
     fn open(cfg: CudaConfig) -> Result<(Engine, Vec<Resources>, bool), BackendError> {
         cfg.validate().map_err(unavailable)?;
@@ -602,28 +644,9 @@ impl Engine {
             .compute_capability()
             .map_err(|e| device_err("compute capability", e))?;
         let arch = format!("sm_{major}{minor}");
-        // The main kernel and, where configured, its forms for small batches: one module each,
-        // compiled side by side on a first run.
         let small = cfg.small_kernels();
-        let kernels: Vec<KernelConfig> = std::iter::once(cfg.kernel)
-            .chain(small.iter().map(|&(k, _)| k))
-            .collect();
-        let compiled: Vec<kernel::Compiled> = std::thread::scope(|scope| {
-            let jobs: Vec<_> = kernels
-                .iter()
-                .map(|k| {
-                    let arch = &arch;
-                    scope.spawn(move || kernel::compile_config(&chainsig_core::curve::SM2, k, arch))
-                })
-                .collect();
-            jobs.into_iter()
-                .map(|j| {
-                    j.join()
-                        .unwrap_or_else(|_| Err("the NVRTC compile panicked".into()))
-                })
-                .collect::<Result<Vec<_>, String>>()
-        })
-        .map_err(unavailable)?;
+        let (kernels, compiled): (Vec<KernelConfig>, Vec<kernel::Compiled>) =
+            compile_sm2_modules(&cfg, &arch)?.into_iter().unzip();
         let mut modules = Vec::new();
         for (k, c) in kernels.iter().zip(&compiled) {
             let module = ctx
@@ -873,9 +896,14 @@ impl Engine {
                 gtab,
             );
             let got = out.words[0][i / 64] >> (i % 64) & 1 == 1;
-            let same = match want {
-                Some((x, y)) => got && out.keys[0][i][..8] == x && out.keys[0][i][8..] == y,
-                None => !got,
+            let same = match (want, &out.signers[0][i]) {
+                (Some((x, y)), Some(signer)) => {
+                    let key: [u32; 16] =
+                        std::array::from_fn(|j| if j < 8 { x[j] } else { y[j - 8] });
+                    got && signer.pubkey == sec1(&key)
+                }
+                (None, None) => !got,
+                _ => false,
             };
             if !same {
                 return Err(unavailable(format!(
@@ -888,16 +916,9 @@ impl Engine {
 
     /// Ethereum's sender recovery on secp256k1: the signer of item i, or None.
     fn recover(&mut self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
-        use rayon::prelude::*;
         self.ecdsa(Algorithm::Secp256k1)?;
-        let out = self.pipeline(&[Work::Recover(Algorithm::Secp256k1, items)])?;
-        let (words, keys) = (&out.words[0], &out.keys[0]);
-        Ok((0..items.len())
-            .into_par_iter()
-            .map(|i| {
-                (words[i / 64] >> (i % 64) & 1 == 1).then(|| Recovered::from_pubkey(sec1(&keys[i])))
-            })
-            .collect())
+        let mut out = self.pipeline(&[Work::Recover(Algorithm::Secp256k1, items)])?;
+        Ok(out.signers.swap_remove(0))
     }
 
     /// ECDSA records, verdict i for record i.
@@ -922,13 +943,21 @@ impl Engine {
             let n = p.items.div_ceil(64);
             out.words[p.work][w0..w0 + n].copy_from_slice(&slot.pin_out.as_slice()[..n]);
             if p.keys_stride > 0 {
-                let rows = slot.pin_keys.as_slice();
-                let keys = &mut out.keys[p.work][p.first..p.first + p.items];
-                for (i, key) in keys.iter_mut().enumerate() {
-                    for (j, word) in key.iter_mut().enumerate() {
-                        *word = rows[j * p.keys_stride + i];
-                    }
-                }
+                // The keys come back column-major (word j of key i at j·stride + i); each
+                // recovered one becomes its SEC1 form and address here, on the host's cores,
+                // while the GPU runs the other streams' chunks.
+                use rayon::prelude::*;
+                let (rows, bits) = (slot.pin_keys.as_slice(), slot.pin_out.as_slice());
+                out.signers[p.work][p.first..p.first + p.items]
+                    .par_iter_mut()
+                    .enumerate()
+                    .for_each(|(i, signer)| {
+                        if bits[i / 64] >> (i % 64) & 1 == 1 {
+                            let key: [u32; 16] =
+                                std::array::from_fn(|j| rows[j * p.keys_stride + i]);
+                            *signer = Some(Recovered::from_pubkey(sec1(&key)));
+                        }
+                    });
             }
         }
         Ok(())
@@ -1095,10 +1124,10 @@ impl Engine {
                 .iter()
                 .map(|w| vec![0u64; w.len().div_ceil(64)])
                 .collect(),
-            keys: works
+            signers: works
                 .iter()
                 .map(|w| match w {
-                    Work::Recover(_, items) => vec![[0u32; 16]; items.len()],
+                    Work::Recover(_, items) => vec![None; items.len()],
                     _ => Vec::new(),
                 })
                 .collect(),
