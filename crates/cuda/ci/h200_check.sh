@@ -17,6 +17,8 @@
 #   clocks   the SM clock sampled every 100 ms (clocks.csv) while chainsig bench times small
 #            batches first on an idle card, then right after a large batch: small batches leave
 #            the card mostly idle, and its clock may not rise for them.
+#   neighbours  chainsig bench of the default beside its neighbouring settings (compact bound,
+#            block size, streams; the ECDSA kernels' block size), through CHAINSIG_CUDA_CONFIG;
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
 #            CS_JAC_WINDOW through CHAINSIG_NVRTC_DEFINES); 128 registers with 256-thread blocks
@@ -105,6 +107,24 @@ part_tuning() {
       sm2 131072,172032,262144,1048576
   done
   tune default_again "" "" sm2 $all
+}
+part_neighbours() {
+  # The default's neighbours: the compact kernel's bound, the main block size, the stream count,
+  # and the ECDSA kernels' block size (every verdict checked by the bench).
+  tune() {
+    echo "== neighbours $1 [$2]" | tee -a "$L"
+    CHAINSIG_CUDA_CONFIG="$2" timeout 60 $B bench --alg "$3" --backend cuda --repeats 9 \
+      --sizes "$4" 2>&1 | tee -a "$L"
+  }
+  local mid=32768,65536,98304,131072,172032
+  tune default "" sm2 "$mid,262144,1048576"
+  tune compact_below_0 '{"compact_below":0}' sm2 $mid
+  tune compact_below_196608 '{"compact_below":196608}' sm2 $mid
+  tune block_256 '{"block_size":256}' sm2 131072,172032,1048576
+  tune streams_4 '{"streams":4}' sm2 131072,172032,1048576
+  tune streams_16 '{"streams":16}' sm2 131072,172032,1048576
+  tune ecdsa_default "" p256,secp256k1 1024,4096,172032,1048576
+  tune ecdsa_block_256 '{"block_size":256}' p256,secp256k1 1024,4096,172032,1048576
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do
   echo "== $part ($(date -u +%T))" | tee -a "$L"

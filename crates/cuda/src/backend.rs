@@ -33,8 +33,14 @@ pub struct CudaConfig {
     pub kernel: KernelConfig,
     /// CUDA streams the batch is spread over (1 to 16).
     pub streams: usize,
-    /// Threads per block, a multiple of 64 up to 1024.
+    /// Threads per block of the main kernel and the ECDSA kernels, a multiple of 64 up to 1024;
+    /// a batch too small to give every multiprocessor a block gets smaller ones
+    /// ([`Loaded::block_for`]).
     pub block_size: u32,
+    /// Threads per block of the forms for small batches (compact, lane pairs, quads), a multiple
+    /// of 64 up to 1024.
+    #[serde(default = "default_small_block")]
+    pub small_block_size: u32,
     /// Items per chunk; None cuts the batch into `streams` equal chunks of at least
     /// `min_chunk_items`.
     pub chunk_items: Option<usize>,
@@ -54,7 +60,7 @@ pub struct CudaConfig {
     /// four threads per signature: lane pairs for t·P and, beside them, for s·G
     /// ([`KernelConfig::split`]), compact; 0 never does. It shortens the chain each signature
     /// waits on where the batch leaves schedulers idle, and costs throughput where it does not.
-    /// Its blocks are `block_size` rounded up to a multiple of 256.
+    /// Its blocks are `small_block_size` rounded up to a multiple of 256.
     #[serde(default)]
     pub pairs_below: usize,
     /// Batches of at most this many items run the same with quads ([`KernelConfig::quad`]),
@@ -69,8 +75,11 @@ impl Default for CudaConfig {
         CudaConfig {
             kernel: KernelConfig::default_fast(),
             streams: 8,
-            // With a 160- or 168-register cap, 128 threads per block measured best (results/h200_regcap_sweep.csv).
-            block_size: 128,
+            // At 128 registers, one block of 512 threads an SM measured best: 53.3 ms for 2^20
+            // records and 10.7 ms for 172032, against 54.9 and 11.1 with two blocks of 256 and
+            // 68 and 12.7 with blocks of 64 or 128 (H200, 2026-12-05, BENCHMARKS.md).
+            block_size: 512,
+            small_block_size: SMALL_BLOCK,
             chunk_items: None,
             min_chunk_items: MIN_CHUNK_ITEMS,
             device: 0,
@@ -81,14 +90,25 @@ impl Default for CudaConfig {
     }
 }
 
-/// The default [`CudaConfig::compact_below`], from the H200 measurements.
-pub const COMPACT_BELOW: usize = 196_608;
+/// The default [`CudaConfig::compact_below`]. At 128 registers (H200, 2026-12-05) the compact
+/// kernel in blocks of 256 took 4.89 ms for 65536 records against the inlined one's 5.12 (also
+/// in blocks of 256), and 8.61 ms for 131072 against the inlined one's 7.86 in blocks of 512.
+pub const COMPACT_BELOW: usize = 98_304;
 
 /// The default [`CudaConfig::min_chunk_items`].
 pub const MIN_CHUNK_ITEMS: usize = 4096;
 
 fn default_min_chunk() -> usize {
     MIN_CHUNK_ITEMS
+}
+
+/// The default [`CudaConfig::small_block_size`]: a split kernel needs 256 threads a block (see
+/// [`Loaded::new`]), and the compact kernel at 128 registers took 4.9 ms for 65536 records in
+/// blocks of 256 (H200).
+pub const SMALL_BLOCK: u32 = 256;
+
+fn default_small_block() -> u32 {
+    SMALL_BLOCK
 }
 
 /// The default [`CudaConfig::pairs_below`], from the H200 measurements.
@@ -179,11 +199,15 @@ impl CudaConfig {
         if !(1..=16).contains(&self.streams) {
             return Err(format!("streams must be 1..=16, got {}", self.streams));
         }
-        if self.block_size == 0 || self.block_size % 64 != 0 || self.block_size > 1024 {
-            return Err(format!(
-                "block_size must be a multiple of 64 up to 1024, got {}",
-                self.block_size
-            ));
+        for (name, block) in [
+            ("block_size", self.block_size),
+            ("small_block_size", self.small_block_size),
+        ] {
+            if block == 0 || block % 64 != 0 || block > 1024 {
+                return Err(format!(
+                    "{name} must be a multiple of 64 up to 1024, got {block}"
+                ));
+            }
         }
         if self.chunk_items == Some(0) {
             return Err("chunk_items must be positive".into());
@@ -360,11 +384,13 @@ struct Outputs {
     signers: Vec<Vec<Option<Recovered>>>,
 }
 
-/// A loaded verification kernel, the threads it runs per signature and its block size.
+/// A loaded verification kernel, the threads it runs per signature, its block size and the
+/// least block it may be given.
 struct Loaded {
     func: CudaFunction,
     threads: u32,
     block: u32,
+    least: u32,
 }
 
 impl Loaded {
@@ -375,16 +401,30 @@ impl Loaded {
     /// 1.9 ms instead of 1.15 on the H200).
     fn new(func: CudaFunction, kernel: &KernelConfig, block_size: u32) -> Loaded {
         let threads = kernel.threads_per_item();
-        let least = if kernel.is_split() { 256 } else { 0 };
+        let least = if kernel.is_split() { 256 } else { 64 }.max(32 * threads);
         Loaded {
             func,
             threads,
             block: block_size.next_multiple_of(32 * threads).max(least),
+            least,
         }
     }
 
-    fn shape(&self, mp: usize) -> (u32, usize) {
-        launch_shape(mp, self.block, self.threads)
+    /// The block size for a work of `items` signatures on a GPU of `sms` multiprocessors: the
+    /// loaded one, halved while the work would fill fewer blocks than there are multiprocessors
+    /// (down to the least block), so that a small batch spreads over the whole GPU instead of
+    /// crowding a few multiprocessors with warps that then wait on each other. Large blocks
+    /// suit large batches (512 threads at 128 registers: one block an SM).
+    fn block_for(&self, items: usize, sms: u32) -> u32 {
+        let threads = items as u64 * u64::from(self.threads);
+        let mut block = self.block;
+        while block / 2 >= self.least
+            && (block / 2) % (32 * self.threads) == 0
+            && threads.div_ceil(u64::from(block)) < u64::from(sms)
+        {
+            block /= 2;
+        }
+        block
     }
 }
 
@@ -436,6 +476,8 @@ struct Engine {
     cfg: CudaConfig,
     /// The device's architecture ("sm_90"), for modules compiled after open.
     arch: String,
+    /// The device's multiprocessors ([`Loaded::block_for`]).
+    sms: u32,
     /// `cs_sm3_e`, compiled at the first batch that carries messages.
     sm3: Option<CudaFunction>,
     /// `cs_verify_signed` from the main module (fast mode only).
@@ -644,6 +686,9 @@ impl Engine {
             .compute_capability()
             .map_err(|e| device_err("compute capability", e))?;
         let arch = format!("sm_{major}{minor}");
+        let sms = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(|e| device_err("multiprocessor count", e))? as u32;
         let small = cfg.small_kernels();
         let (kernels, compiled): (Vec<KernelConfig>, Vec<kernel::Compiled>) =
             compile_sm2_modules(&cfg, &arch)?.into_iter().unzip();
@@ -655,7 +700,13 @@ impl Engine {
             let func = module
                 .load_function(&k.name())
                 .map_err(|e| device_err("cuModuleGetFunction", e))?;
-            modules.push((module, Loaded::new(func, k, cfg.block_size)));
+            // The main kernel first, then the forms for small batches.
+            let block = if modules.is_empty() {
+                cfg.block_size
+            } else {
+                cfg.small_block_size
+            };
+            modules.push((module, Loaded::new(func, k, block)));
         }
         let mut modules = modules.into_iter();
         let (module, func) = modules.next().expect("the main module is first");
@@ -730,6 +781,7 @@ impl Engine {
             check,
             gtab,
             slots,
+            sms,
             cfg,
             arch,
             sm3: None,
@@ -1186,10 +1238,12 @@ impl Engine {
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
         let nslots = self.slots.len();
+        // One block size for the whole work: its chunks run side by side on the GPU.
+        let block = func.block_for(len, self.sms);
         for i0 in (0..len).step_by(chunk) {
             let m = chunk.min(len - i0);
             let mp = m.next_multiple_of(64);
-            let (grid, out_words) = func.shape(mp);
+            let (grid, out_words) = launch_shape(mp, block, func.threads);
             let in_words = match work {
                 Work::Records(..) | Work::Ecdsa(_) => chunk_words(&k, mp),
                 Work::Signed(..) => SIGNED_ROWS * mp,
@@ -1268,7 +1322,7 @@ impl Engine {
             let (stride, count) = (mp as u32, m as u32);
             let cfg = LaunchConfig {
                 grid_dim: (grid, 1, 1),
-                block_dim: (func.block, 1, 1),
+                block_dim: (block, 1, 1),
                 shared_mem_bytes: 0,
             };
             let mut b = slot.stream.launch_builder(&func.func);
@@ -1324,7 +1378,8 @@ impl Engine {
             let ecdsa = loaded_ecdsa(&self.ecdsa, batch.alg());
             (ecdsa.kernel(batch.low_s()), ecdsa.gtab.ptr, ecdsa.config)
         };
-        let (grid, out_words) = func.shape(mp);
+        let block = func.block_for(len, self.sms);
+        let (grid, out_words) = launch_shape(mp, block, func.threads);
         let mut host_in = vec![0u32; chunk_words(&k, mp)];
         stage(batch, &k, 0, len, mp, &mut host_in);
         let din = DevBuf::new(host_in.len() * 4)?;
@@ -1340,7 +1395,7 @@ impl Engine {
             let (a, st, cnt, gt, o) = (din.ptr, mp as u32, len as u32, gtab, dout.ptr);
             let cfg = LaunchConfig {
                 grid_dim: (grid, 1, 1),
-                block_dim: (func.block, 1, 1),
+                block_dim: (block, 1, 1),
                 shared_mem_bytes: 0,
             };
             let mut b = stream.launch_builder(&func.func);
@@ -1923,7 +1978,7 @@ mod tests {
         let compact = fast.compacted();
         let opts = kernel::config_options(&compact, "sm_90");
         assert!(opts.contains(&define));
-        assert!(opts.contains(&"--maxrregcount=168".to_string()));
+        assert!(opts.contains(&"--maxrregcount=128".to_string()));
         let paper = KernelConfig {
             mode: crate::Mode::Paper,
             ..compact

@@ -166,9 +166,13 @@ impl KernelConfig {
                 }
             }
         }
-        // The default fast kernel (full keys, capped at 168 registers: 3 blocks of 128 per SM),
-        // and the previous default (compressed keys, 160 registers) for the comparison.
+        // The default fast kernel (full keys, capped at 128 registers: 16 warps an SM), and the
+        // previous defaults (168 registers; compressed keys at 160) for the comparison.
         v.push(KernelConfig::default_fast());
+        v.push(KernelConfig {
+            max_registers: Some(168),
+            ..KernelConfig::default_fast()
+        });
         v.push(KernelConfig {
             compress: true,
             max_registers: Some(160),
@@ -239,13 +243,14 @@ impl KernelConfig {
         }
     }
 
-    /// The default kernel: fast mode, full keys, column-major, even/odd products, capped at 168
-    /// registers (3 blocks of 128 threads, 12 warps, per SM). Measured on the H200 (2026-12-03,
-    /// `device_check --messages`, 2¹⁹ fresh records): 1.52 × 10⁷/s end to end and 14.6 ms at
-    /// 172032, against 1.44 × 10⁷/s and 17.8 ms for compressed keys at 160 registers (the previous
-    /// default): recovering y costs about 420 multiplications per verification, more than the 32
-    /// bytes per record it saves on PCIe. The cap costs 80 B of spill stores (with the point
-    /// formulas in steps of two and four products), which stay in L1;
+    /// The default kernel: fast mode, full keys, column-major, even/odd products, capped at 128
+    /// registers (16 warps an SM). Full keys: on the H200 (2026-12-03, 2¹⁹ fresh records) they
+    /// gave 1.52 × 10⁷/s against 1.44 × 10⁷/s for compressed keys, whose y costs about 420
+    /// multiplications per verification, more than the 32 bytes per record it saves on PCIe.
+    /// The cap: 128 registers in blocks of 512 threads gave 1.97 × 10⁷/s at 2²⁰ and 10.7 ms at
+    /// 172032, where 168 registers (12 warps an SM, the previous default) gave 1.77 × 10⁷/s and
+    /// 11.8 ms (H200, 2026-12-05, BENCHMARKS.md): the extra warps hide more latency than the
+    /// spills (324 B stored by the inlined kernel, which stay in L1) cost;
     /// [`KernelConfig::spill_budget`] bounds them.
     pub fn default_fast() -> KernelConfig {
         KernelConfig {
@@ -253,7 +258,7 @@ impl KernelConfig {
             inversion: Inversion::Euclid,
             compress: false,
             row_major: false,
-            max_registers: Some(168),
+            max_registers: Some(128),
             product: Product::EvenOdd,
             compact: false,
             pair: false,
@@ -266,13 +271,14 @@ impl KernelConfig {
 impl KernelConfig {
     /// Bytes of spill stores or loads ptxas may report before the NVRTC gate fails: none for a
     /// kernel compiled without a register cap; for the capped fast kernels, the measured
-    /// trade-off (on sm_90 with NVRTC 13.0: 80 B for the default, 100 B of loads for compressed
-    /// keys at 160 registers) with a little headroom, so a change that spills more is caught.
+    /// trade-off with a little headroom, so a change that spills more is caught. On sm_90 with
+    /// NVRTC 13.0: at 128 registers the inlined SM2 kernel stores 324 B and ECDSA recovery 328 B;
+    /// above it, 80 B at 168 registers and 100 B of loads for compressed keys at 160.
     pub fn spill_budget(&self) -> u32 {
-        if self.max_registers.is_some() && self.mode == Mode::Fast {
-            112
-        } else {
-            0
+        match self.max_registers {
+            Some(cap) if self.mode == Mode::Fast && cap <= 128 => 384,
+            Some(_) if self.mode == Mode::Fast => 112,
+            _ => 0,
         }
     }
 }
