@@ -45,7 +45,7 @@ part_ecdsa() {
   echo "bench ecdsa rc=$?" | tee -a "$L"; tee -a "$L" < "$OUT/bench_ecdsa.txt"
 }
 part_sm2() {
-  OUT=/tmp/dc timeout 170 ./.carry/device_check --quick --count 1048576 > "$OUT/sm2_log.txt" 2>&1
+  OUT=/tmp/dc timeout 200 ./.carry/device_check --quick --count 1048576 > "$OUT/sm2_log.txt" 2>&1
   echo "device_check sm2 rc=$?" | tee -a "$L"
   cp /tmp/dc/sweep.* /tmp/dc/correctness.json "$OUT/" 2>/dev/null
   grep -E "NOT|MISMATCH|mismatch|all .* verdicts|best|lowest|multiplications|ready|submit|spills [1-9]" "$OUT/sm2_log.txt" | head -60 | tee -a "$L"
@@ -123,6 +123,10 @@ part_neighbours() {
   tune block_256 '{"block_size":256}' sm2 131072,172032,1048576
   tune streams_4 '{"streams":4}' sm2 131072,172032,1048576
   tune streams_16 '{"streams":16}' sm2 131072,172032,1048576
+  # 7777206's quads: the Jacobian window and the plain quad walk together (each alone was slower).
+  echo "== neighbours quads_7777206" | tee -a "$L"
+  CHAINSIG_NVRTC_DEFINES="-DCS_JAC_WINDOW -DCS_QUAD_PLAIN" CHAINSIG_CUDA_CONFIG='{"quads_below":4096}' \
+    timeout 60 $B bench --alg sm2 --backend cuda --repeats 9 --sizes 1024,2048,4096 2>&1 | tee -a "$L"
   tune ecdsa_default "" p256,secp256k1 1024,4096,172032,1048576
   tune ecdsa_block_256 '{"block_size":256}' p256,secp256k1 1024,4096,172032,1048576
 }

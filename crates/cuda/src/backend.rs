@@ -416,16 +416,21 @@ impl Loaded {
     /// crowding a few multiprocessors with warps that then wait on each other. Large blocks
     /// suit large batches (512 threads at 128 registers: one block an SM).
     fn block_for(&self, items: usize, sms: u32) -> u32 {
-        let threads = items as u64 * u64::from(self.threads);
-        let mut block = self.block;
-        while block / 2 >= self.least
-            && (block / 2) % (32 * self.threads) == 0
-            && threads.div_ceil(u64::from(block)) < u64::from(sms)
-        {
-            block /= 2;
-        }
-        block
+        spread_block(self.block, self.least, self.threads, items, sms)
     }
+}
+
+/// [`Loaded::block_for`] for a kernel of `block` threads a block (at least `least`), `threads`
+/// per item.
+fn spread_block(mut block: u32, least: u32, threads: u32, items: usize, sms: u32) -> u32 {
+    let all = items as u64 * u64::from(threads);
+    while block / 2 >= least
+        && (block / 2) % (32 * threads) == 0
+        && all.div_ceil(u64::from(block)) < u64::from(sms)
+    {
+        block /= 2;
+    }
+    block
 }
 
 /// Grid and bitmap words of a launch over `mp` items (a multiple of 64) in blocks of `block`
@@ -1968,6 +1973,19 @@ mod tests {
         let mut already = CudaConfig::default();
         already.kernel = already.kernel.compacted();
         assert!(already.small_kernels().is_empty());
+    }
+
+    #[test]
+    fn small_works_spread_their_blocks_over_the_multiprocessors() {
+        // 4096 ECDSA signatures in blocks of 512 would fill 8 of 132 multiprocessors.
+        assert_eq!(spread_block(512, 64, 1, 4096, 132), 64);
+        assert_eq!(spread_block(512, 64, 1, 40_000, 132), 256);
+        // Large batches keep their block; so does a split kernel at its least block.
+        assert_eq!(spread_block(512, 64, 1, 172_032, 132), 512);
+        assert_eq!(spread_block(256, 256, 4, 1024, 132), 256);
+        // Lane pairs halve only to blocks that still cover whole 32-signature halves.
+        assert_eq!(spread_block(256, 64, 2, 1024, 132), 64);
+        assert_eq!(spread_block(512, 64, 1, 0, 132), 64);
     }
 
     #[test]
