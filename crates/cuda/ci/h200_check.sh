@@ -121,6 +121,8 @@ part_neighbours() {
   tune compact_below_0 '{"compact_below":0}' sm2 $mid
   tune compact_below_196608 '{"compact_below":196608}' sm2 $mid
   tune block_256 '{"block_size":256}' sm2 131072,172032,1048576
+  tune r112_b576 '{"kernel":{"max_registers":112},"block_size":576,"compact_below":0,"pairs_below":0}' \
+    sm2 131072,172032,1048576
   tune streams_4 '{"streams":4}' sm2 131072,172032,1048576
   tune streams_16 '{"streams":16}' sm2 131072,172032,1048576
   # 7777206's quads: the Jacobian window and the plain quad walk together (each alone was slower).
