@@ -2,7 +2,7 @@
 # The device calls that check and measure the kernels on a GPU machine (run by the `device` tool from
 # the repository root, with the release binaries and the NVRTC cache built here carried in .carry/:
 # `chainsig`, `device_check`, `kcache/`). Correctness first, on fresh seeds, then the benchmarks;
-# every file goes to $OUT. A device call may last ten minutes, so the work comes in parts, named as
+# every file goes to $OUT. ECDSA_COUNT (default 2^20) sets part ecdsa's record count. A device call may last ten minutes, so the work comes in parts, named as
 # arguments (default: all of them, in this order):
 #   ecdsa    device_check --ecdsa: P-256 and secp256k1 kernels against RustCrypto under both s
 #            rules and Ethereum's sender recovery against libsecp256k1, timed beside the CPU; then
@@ -36,7 +36,7 @@ mkdir -p /tmp/dc
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv; } 2>&1 | tee -a "$L"
 
 part_ecdsa() {
-  OUT=/tmp/dc timeout 200 ./.carry/device_check --ecdsa --count 1048576 > "$OUT/ecdsa_log.txt" 2>&1
+  OUT=/tmp/dc timeout 200 ./.carry/device_check --ecdsa --count "${ECDSA_COUNT:-1048576}" > "$OUT/ecdsa_log.txt" 2>&1
   echo "device_check ecdsa rc=$?" | tee -a "$L"
   cp /tmp/dc/ecdsa_*.json "$OUT/" 2>/dev/null
   grep -E "MISMATCH|mismatches|disagree|verdicts|n=|loaded|panicked|rror" "$OUT/ecdsa_log.txt" | head -60 | tee -a "$L"
