@@ -2,7 +2,8 @@
 # The device calls that check and measure the kernels on a GPU machine (run by the `device` tool from
 # the repository root, with the release binaries and the NVRTC cache built here carried in .carry/:
 # `chainsig`, `device_check`, `kcache/`). Correctness first, on fresh seeds, then the benchmarks;
-# every file goes to $OUT. ECDSA_COUNT (default 2^20) sets part ecdsa's record count. A device call may last ten minutes, so the work comes in parts, named as
+# every file goes to $OUT. ECDSA_COUNT and SM2_COUNT (default 2^20) set the record counts of
+# parts ecdsa and sm2. A device call may last ten minutes, so the work comes in parts, named as
 # arguments (default: all of them, in this order):
 #   ecdsa    device_check --ecdsa: P-256 and secp256k1 kernels against RustCrypto under both s
 #            rules and Ethereum's sender recovery against libsecp256k1, timed beside the CPU; then
@@ -45,7 +46,7 @@ part_ecdsa() {
   echo "bench ecdsa rc=$?" | tee -a "$L"; tee -a "$L" < "$OUT/bench_ecdsa.txt"
 }
 part_sm2() {
-  OUT=/tmp/dc timeout 200 ./.carry/device_check --quick --count 1048576 > "$OUT/sm2_log.txt" 2>&1
+  OUT=/tmp/dc timeout 200 ./.carry/device_check --quick --count "${SM2_COUNT:-1048576}" > "$OUT/sm2_log.txt" 2>&1
   echo "device_check sm2 rc=$?" | tee -a "$L"
   cp /tmp/dc/sweep.* /tmp/dc/correctness.json "$OUT/" 2>/dev/null
   grep -E "NOT|MISMATCH|mismatch|all .* verdicts|best|lowest|multiplications|ready|submit|spills [1-9]" "$OUT/sm2_log.txt" | head -60 | tee -a "$L"
@@ -124,7 +125,6 @@ part_neighbours() {
   tune r112_b576 '{"kernel":{"max_registers":112},"block_size":576,"compact_below":0,"pairs_below":0}' \
     sm2 131072,172032,1048576
   tune streams_4 '{"streams":4}' sm2 131072,172032,1048576
-  tune streams_16 '{"streams":16}' sm2 131072,172032,1048576
   # 7777206's quads: the Jacobian window and the plain quad walk together (each alone was slower).
   echo "== neighbours quads_7777206" | tee -a "$L"
   CHAINSIG_NVRTC_DEFINES="-DCS_JAC_WINDOW -DCS_QUAD_PLAIN" CHAINSIG_CUDA_CONFIG='{"quads_below":4096}' \
