@@ -151,9 +151,8 @@ fn main() {
     let mut all_ok = true;
     for k in KernelConfig::all() {
         let cfg = CudaConfig {
-            kernel: k,
             streams: 8,
-            ..CudaConfig::default()
+            ..CudaConfig::with_kernel(k)
         }
         .exact();
         let t = Instant::now();

@@ -125,6 +125,20 @@ pub const QUADS_BELOW: usize = 0;
 const _: () = assert!(QUADS_BELOW < PAIRS_BELOW && PAIRS_BELOW < COMPACT_BELOW);
 
 impl CudaConfig {
+    /// The default configuration running kernel `k`: in the default block, or in the largest
+    /// multiple of 64 threads that one multiprocessor's 65536 registers hold at `k`'s register
+    /// cap (255, the most a thread may use, where it has none), so that any kernel opens.
+    pub fn with_kernel(k: KernelConfig) -> CudaConfig {
+        let base = CudaConfig::default();
+        let registers = k.max_registers.unwrap_or(255).max(1);
+        let fits = (65536 / registers) / 64 * 64;
+        CudaConfig {
+            kernel: k,
+            block_size: base.block_size.min(fits.max(64)),
+            ..base
+        }
+    }
+
     /// This configuration running exactly its kernel, over exactly its streams, at every batch
     /// size (for ablations, where a measurement must belong to the configuration it names).
     pub fn exact(self) -> CudaConfig {
@@ -1973,6 +1987,23 @@ mod tests {
         let mut already = CudaConfig::default();
         already.kernel = already.kernel.compacted();
         assert!(already.small_kernels().is_empty());
+    }
+
+    #[test]
+    fn a_kernel_gets_a_block_its_register_cap_lets_open() {
+        let fast = KernelConfig::default_fast();
+        assert_eq!(CudaConfig::with_kernel(fast), CudaConfig::default());
+        let r168 = KernelConfig {
+            max_registers: Some(168),
+            ..fast
+        };
+        assert_eq!(CudaConfig::with_kernel(r168).block_size, 384);
+        let uncapped = KernelConfig {
+            max_registers: None,
+            ..fast
+        };
+        assert_eq!(CudaConfig::with_kernel(uncapped).block_size, 256);
+        assert_eq!(CudaConfig::with_kernel(uncapped).kernel, uncapped);
     }
 
     #[test]
