@@ -35,18 +35,12 @@ pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Re
     if requested == chainsig_core::backend::CPU {
         return Ok(registry);
     }
-    let config = match std::env::var("CHAINSIG_CUDA_CONFIG") {
-        Ok(json) if !json.trim().is_empty() => match CudaConfig::default().with_overrides(&json) {
-            Ok(c) => c,
-            Err(e) => {
-                registry.register_unavailable(
-                    chainsig_cuda::backend::NAME,
-                    format!("CHAINSIG_CUDA_CONFIG: {e}"),
-                );
-                return Ok(registry);
-            }
-        },
-        _ => CudaConfig::default(),
+    let config = match CudaConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            registry.register_unavailable(chainsig_cuda::backend::NAME, e);
+            return Ok(registry);
+        }
     };
     match CudaBackend::new(config) {
         Ok(cuda) => {

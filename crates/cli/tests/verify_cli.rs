@@ -174,6 +174,23 @@ fn cuda_backend_says_why_it_cannot_run() {
 }
 
 #[test]
+fn a_misspelt_cuda_override_is_named() {
+    // CHAINSIG_CUDA_CONFIG is read before any device is looked for, so the answer is the same
+    // with or without a GPU: the backend is unavailable, and the message names the variable and
+    // the unknown field.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainsig"))
+        .args(["verify", "--backend", "cuda"])
+        .env("CHAINSIG_CUDA_CONFIG", r#"{"blok_size": 256}"#)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("binary runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CHAINSIG_CUDA_CONFIG"), "{err}");
+    assert!(err.contains("blok_size"), "{err}");
+}
+
+#[test]
 fn summary_only_and_low_s() {
     // libsecp256k1 makes low-s signatures; their high-s twins pass plain ECDSA but not --low-s.
     let gen = chainsig(

@@ -9,12 +9,7 @@ use chainsig_cuda::backend::{precompile, CudaConfig};
 
 fn main() -> Result<(), String> {
     let arch = std::env::args().nth(1).unwrap_or_else(|| "sm_90".into());
-    let config = match std::env::var("CHAINSIG_CUDA_CONFIG") {
-        Ok(json) if !json.trim().is_empty() => CudaConfig::default()
-            .with_overrides(&json)
-            .map_err(|e| format!("CHAINSIG_CUDA_CONFIG: {e}"))?,
-        _ => CudaConfig::default(),
-    };
+    let config = CudaConfig::from_env()?;
     let started = std::time::Instant::now();
     let modules = precompile(&config, &arch).map_err(|e| e.to_string())?;
     println!(

@@ -151,6 +151,18 @@ impl CudaConfig {
         }
     }
 
+    /// The default configuration with the overrides of the environment variable
+    /// `CHAINSIG_CUDA_CONFIG` ([`CudaConfig::with_overrides`]; unset or blank: the default). An
+    /// error names the variable and the field.
+    pub fn from_env() -> Result<CudaConfig, String> {
+        match std::env::var("CHAINSIG_CUDA_CONFIG") {
+            Ok(json) if !json.trim().is_empty() => CudaConfig::default()
+                .with_overrides(&json)
+                .map_err(|e| format!("CHAINSIG_CUDA_CONFIG: {e}")),
+            _ => Ok(CudaConfig::default()),
+        }
+    }
+
     /// This configuration with the fields a JSON object names replaced, nested objects merged
     /// field by field: `{"block_size": 256, "kernel": {"max_registers": 128}}` changes those two
     /// and keeps the rest. For tuning on a machine without rebuilding (the CLI reads the
