@@ -694,13 +694,14 @@ fn compile_sm2_modules(
 /// spends none of its time compiling. Returns the number of modules.
 pub fn precompile(cfg: &CudaConfig, arch: &str) -> Result<usize, BackendError> {
     cfg.validate().map_err(unavailable)?;
-    let sm2 = compile_sm2_modules(cfg, arch)?.len();
+    let mut modules = compile_sm2_modules(cfg, arch)?.len();
     let ecdsa = kernel::ecdsa_config(cfg.kernel.max_registers);
     for curve in [chainsig_core::curve::P256, chainsig_core::curve::SECP256K1] {
         kernel::compile_ecdsa(&curve, &ecdsa, arch).map_err(unavailable)?;
+        modules += 1;
     }
     kernel::compile_cached(&kernel::sm3_source(), arch).map_err(unavailable)?;
-    Ok(sm2 + 3)
+    Ok(modules + 1)
 }
 
 impl Engine {
