@@ -20,6 +20,8 @@
 #            the card mostly idle, and its clock may not rise for them.
 #   neighbours  chainsig bench of the default beside its neighbouring settings (compact bound,
 #            block size, streams; the ECDSA kernels' block size), through CHAINSIG_CUDA_CONFIG;
+#   spread   chainsig bench with the partial last round spread over every SM (the default)
+#            against whole-round blocks (spread_tail false), for SM2 and ECDSA; pairs up to 16384;
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
 #            CS_JAC_WINDOW through CHAINSIG_NVRTC_DEFINES); 128 registers with 256-thread blocks
@@ -131,6 +133,24 @@ part_neighbours() {
     timeout 60 $B bench --alg sm2 --backend cuda --repeats 9 --sizes 1024,2048,4096 2>&1 | tee -a "$L"
   # (the ECDSA default is timed by part ecdsa)
   tune ecdsa_block_256 '{"block_size":256}' p256,secp256k1 1024,4096,172032,1048576
+}
+part_spread() {
+  # The partial last round spread over every SM (the default) against whole-round blocks, then
+  # the lane-pair split kernel up to 16384 and the tail on the inlined kernel (every verdict
+  # checked by the bench).
+  tune() {
+    echo "== spread $1 [$2]" | tee -a "$L"
+    CHAINSIG_CUDA_CONFIG="$2" timeout 90 $B bench --alg "$3" --backend cuda --repeats 9 \
+      --sizes "$4" 2>&1 | tee -a "$L"
+  }
+  local all=1024,2048,4096,8192,16384,32768,65536,98304,131072,172032,262144,1048576,2097152
+  tune default "" sm2 $all
+  tune no_spread '{"spread_tail":false}' sm2 $all
+  tune pairs_16384 '{"pairs_below":16384}' sm2 12288,16384,24576
+  tune tail_inlined '{"compact_below":0}' sm2 131072,172032,262144,1048576
+  tune ecdsa_default "" p256,secp256k1 4096,172032,1048576
+  tune ecdsa_no_spread '{"spread_tail":false}' p256,secp256k1 4096,172032,1048576
+  tune default_again "" sm2 $all
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do
   echo "== $part ($(date -u +%T))" | tee -a "$L"

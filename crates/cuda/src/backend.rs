@@ -63,6 +63,12 @@ pub struct CudaConfig {
     /// Its blocks are `small_block_size` rounded up to a multiple of 256.
     #[serde(default)]
     pub pairs_below: usize,
+    /// Whether the partial round that ends a work (past its last whole round of the GPU, every
+    /// multiprocessor full of the kernel) runs spread over all multiprocessors, one block each,
+    /// on the kernel a batch of its size would get; without it the partial round fills some
+    /// multiprocessors in whole blocks and leaves the rest idle.
+    #[serde(default = "default_spread_tail")]
+    pub spread_tail: bool,
     /// Batches of at most this many items run the same with quads ([`KernelConfig::quad`]),
     /// eight threads per signature; 0 (the default, [`QUADS_BELOW`]) never does. Above about 4096
     /// signatures its 256-thread blocks no longer fit one round on the H200.
@@ -86,8 +92,13 @@ impl Default for CudaConfig {
             compact_below: COMPACT_BELOW,
             pairs_below: PAIRS_BELOW,
             quads_below: QUADS_BELOW,
+            spread_tail: true,
         }
     }
+}
+
+fn default_spread_tail() -> bool {
+    true
 }
 
 /// The default [`CudaConfig::compact_below`]. At 128 registers (H200, 2026-12-05) the compact
@@ -147,6 +158,7 @@ impl CudaConfig {
             pairs_below: 0,
             quads_below: 0,
             min_chunk_items: 1,
+            spread_tail: false,
             ..self
         }
     }
@@ -410,13 +422,15 @@ struct Outputs {
     signers: Vec<Vec<Option<Recovered>>>,
 }
 
-/// A loaded verification kernel, the threads it runs per signature, its block size and the
-/// least block it may be given.
+/// A loaded verification kernel, the threads it runs per signature, its block size, the least
+/// and the most block it may be given, and the threads of it one multiprocessor holds.
 struct Loaded {
     func: CudaFunction,
     threads: u32,
     block: u32,
     least: u32,
+    most: u32,
+    per_sm: u32,
 }
 
 impl Loaded {
@@ -424,25 +438,58 @@ impl Loaded {
     /// words, which the kernels write, and a split block to at least 256 threads, so that its
     /// t·P half has a warp on each of the four schedulers of the multiprocessor (with 128, two
     /// blocks on one multiprocessor put two such warps on one scheduler: 8192 signatures took
-    /// 1.9 ms instead of 1.15 on the H200).
-    fn new(func: CudaFunction, kernel: &KernelConfig, block_size: u32) -> Loaded {
+    /// 1.9 ms instead of 1.15 on the H200). A block larger than the kernel's registers allow is
+    /// refused by name.
+    fn new(
+        func: CudaFunction,
+        kernel: &KernelConfig,
+        block_size: u32,
+    ) -> Result<Loaded, BackendError> {
         let threads = kernel.threads_per_item();
         let least = if kernel.is_split() { 256 } else { 64 }.max(32 * threads);
-        Loaded {
+        let block = block_size.next_multiple_of(32 * threads).max(least);
+        let most = func
+            .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+            .map_err(|e| device_err("cuFuncGetAttribute", e))? as u32;
+        if block > most {
+            return Err(unavailable(format!(
+                "block_size {block} exceeds the {most} threads per block this kernel's registers allow"
+            )));
+        }
+        let blocks = func
+            .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+            .map_err(|e| device_err("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+        Ok(Loaded {
             func,
             threads,
-            block: block_size.next_multiple_of(32 * threads).max(least),
+            block,
             least,
-        }
+            most: most / (32 * threads) * (32 * threads),
+            per_sm: blocks * block,
+        })
     }
 
     /// The block size for a work of `items` signatures on a GPU of `sms` multiprocessors: the
     /// loaded one, halved while the work would fill fewer blocks than there are multiprocessors
     /// (down to the least block), so that a small batch spreads over the whole GPU instead of
     /// crowding a few multiprocessors with warps that then wait on each other. Large blocks
-    /// suit large batches (512 threads at 128 registers: one block an SM).
+    /// suit large batches (512 threads at 128 registers: one block an SM). The launches of
+    /// [`CudaConfig::spread_tail`] replace it.
     fn block_for(&self, items: usize, sms: u32) -> u32 {
         spread_block(self.block, self.least, self.threads, items, sms)
+    }
+
+    /// The signatures one round of the GPU holds: every multiprocessor full of this kernel.
+    fn round(&self, sms: u32) -> usize {
+        (sms as usize * self.per_sm as usize) / self.threads as usize
+    }
+
+    /// The block for a partial round of `items` signatures ([`tail_block`]), down to one warp of
+    /// signatures (a split kernel's two halves of lane pairs: 128 threads). The least block of
+    /// [`Loaded::block_for`] does not bind here: a spread round puts at most one block on a
+    /// multiprocessor, so no two t·P warps of a split kernel share a scheduler.
+    fn tail_block(&self, items: usize, sms: u32) -> u32 {
+        tail_block(items, self.threads, 32 * self.threads, self.most, sms)
     }
 }
 
@@ -457,6 +504,26 @@ fn spread_block(mut block: u32, least: u32, threads: u32, items: usize, sms: u32
         block /= 2;
     }
     block
+}
+
+/// Where a work of `len` signatures ends its whole rounds of `round` signatures (a multiple of
+/// 64, the bitmap's words): the items past it are the tail, a partial round.
+fn whole_rounds(len: usize, round: usize) -> usize {
+    if round == 0 {
+        return 0;
+    }
+    (len / round * round) / 64 * 64
+}
+
+/// The block for a partial round of `items` signatures at `threads` each: one block on each
+/// multiprocessor, as small as covers them all (a multiple of 32 × `threads`, between `least`
+/// and `most`). In whole-round blocks a tail would fill some multiprocessors and leave the rest
+/// idle; spread thin, each multiprocessor holds fewer warps, which then run faster, and the
+/// partial round ends sooner.
+fn tail_block(items: usize, threads: u32, least: u32, most: u32, sms: u32) -> u32 {
+    let per_sm = (items as u64 * u64::from(threads)).div_ceil(u64::from(sms.max(1)));
+    let unit = u64::from(32 * threads);
+    (per_sm.next_multiple_of(unit).min(u64::from(u32::MAX)) as u32).clamp(least, most.max(least))
 }
 
 /// Grid and bitmap words of a launch over `mp` items (a multiple of 64) in blocks of `block`
@@ -738,7 +805,7 @@ impl Engine {
             } else {
                 cfg.small_block_size
             };
-            modules.push((module, Loaded::new(func, k, block)));
+            modules.push((module, Loaded::new(func, k, block)?));
         }
         let mut modules = modules.into_iter();
         let (module, func) = modules.next().expect("the main module is first");
@@ -758,25 +825,10 @@ impl Engine {
                 split: false,
                 ..cfg.kernel
             };
-            Some(Loaded::new(func, &kernel, cfg.block_size))
+            Some(Loaded::new(func, &kernel, cfg.block_size)?)
         } else {
             None
         };
-        for f in std::iter::once(&func)
-            .chain(small.iter().map(|(f, _)| f))
-            .chain(&signed)
-        {
-            let max_threads = f
-                .func
-                .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-                .map_err(|e| device_err("cuFuncGetAttribute", e))?;
-            if f.block as i32 > max_threads {
-                return Err(unavailable(format!(
-                    "block_size {} exceeds the {max_threads} threads per block this kernel's registers allow",
-                    f.block
-                )));
-            }
-        }
         // The fixed-base table, built by the kernels' own arithmetic on the host and checked on-curve.
         let table = gtable()?;
         let gtab = DevBuf::new(table.len() * 4)?;
@@ -916,10 +968,10 @@ impl Engine {
             .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
             .map_err(|e| device_err("cuModuleLoadData (ECDSA)", e))?;
         let load = |name: &str| {
-            module
+            let func = module
                 .load_function(name)
-                .map(|f| Loaded::new(f, &config, self.cfg.block_size))
-                .map_err(|e| device_err("cuModuleGetFunction (ECDSA)", e))
+                .map_err(|e| device_err("cuModuleGetFunction (ECDSA)", e))?;
+            Loaded::new(func, &config, self.cfg.block_size)
         };
         let (any_s, low_s) = (
             load(kernel::ECDSA_KERNEL)?,
@@ -1246,34 +1298,56 @@ impl Engine {
     ) -> Result<usize, BackendError> {
         let len = work.len();
         // Borrows of single fields only: the loop below borrows the slots mutably.
-        let (func, gtab, k) = match work {
-            Work::Records(..) => (
-                pick_kernel(&self.func, &self.small, len),
-                self.gtab.ptr,
-                self.cfg.kernel,
-            ),
+        let no_small: &[(Loaded, usize)] = &[];
+        let (kernel, small, gtab, k) = match work {
+            Work::Records(..) => (&self.func, &self.small[..], self.gtab.ptr, self.cfg.kernel),
             Work::Signed(..) => (
                 self.signed
                     .as_ref()
                     .expect("signers load only where the signed kernel exists"),
+                no_small,
                 self.gtab.ptr,
                 self.cfg.kernel,
             ),
             Work::Ecdsa(batch) => {
                 let ecdsa = loaded_ecdsa(&self.ecdsa, batch.alg());
-                (ecdsa.kernel(batch.low_s()), ecdsa.gtab.ptr, ecdsa.config)
+                (
+                    ecdsa.kernel(batch.low_s()),
+                    no_small,
+                    ecdsa.gtab.ptr,
+                    ecdsa.config,
+                )
             }
             Work::Recover(alg, _) => {
                 let ecdsa = loaded_ecdsa(&self.ecdsa, alg);
-                (&ecdsa.recover, ecdsa.gtab.ptr, ecdsa.config)
+                (&ecdsa.recover, no_small, ecdsa.gtab.ptr, ecdsa.config)
             }
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
         let nslots = self.slots.len();
-        // One block size for the whole work: its chunks run side by side on the GPU.
-        let block = func.block_for(len, self.sms);
-        for i0 in (0..len).step_by(chunk) {
-            let m = chunk.min(len - i0);
+        // The work's kernel runs its whole rounds in its own block; the partial round past them
+        // runs as the small batch it is, spread over every multiprocessor (spread_tail). Without
+        // spreading, one block size for the whole work.
+        let func = pick_kernel(kernel, small, len);
+        let segments = if self.cfg.spread_tail {
+            let body = whole_rounds(len, func.round(self.sms));
+            let tail = pick_kernel(kernel, small, len - body);
+            [
+                (0, body, func, func.block),
+                (body, len, tail, tail.tail_block(len - body, self.sms)),
+            ]
+        } else {
+            [
+                (0, len, func, func.block_for(len, self.sms)),
+                (len, len, func, 0),
+            ]
+        };
+        let chunks = segments.into_iter().flat_map(|(first, end, func, block)| {
+            (first..end)
+                .step_by(chunk)
+                .map(move |i0| (i0, chunk.min(end - i0), func, block))
+        });
+        for (i0, m, func, block) in chunks {
             let mp = m.next_multiple_of(64);
             let (grid, out_words) = launch_shape(mp, block, func.threads);
             let in_words = match work {
@@ -1900,6 +1974,36 @@ mod tests {
             ..c
         };
         assert_eq!(fixed.chunk_len(4096), 128);
+    }
+
+    #[test]
+    fn a_partial_round_spreads_over_every_multiprocessor() {
+        // The H200 at 128 registers: 132 multiprocessors, one 512-thread block each.
+        let round = 132 * 512;
+        assert_eq!(whole_rounds(172032, round), 2 * round);
+        assert_eq!(whole_rounds(1 << 20, round), 15 * round);
+        assert_eq!(whole_rounds(3 * round, round), 3 * round);
+        assert_eq!(whole_rounds(4096, round), 0);
+        assert_eq!(whole_rounds(1000, 0), 0);
+        for (len, round) in [(250, 100), (100_000, 38_016), (1 << 20, 1000)] {
+            let body = whole_rounds(len, round);
+            assert!(body % 64 == 0 && body <= len && len - body < round + 64);
+        }
+        // The 36864 past 172032's two rounds: 288 threads on 128 multiprocessors, not 512 on 72.
+        assert_eq!(tail_block(36864, 1, 64, 512, 132), 288);
+        // 4096 on a split kernel: 128 blocks of 128, one on each multiprocessor but four; the
+        // least block binds, and no block passes the kernel's most.
+        assert_eq!(tail_block(4096, 4, 128, 1024, 132), 128);
+        assert_eq!(tail_block(1024, 4, 128, 1024, 132), 128);
+        assert_eq!(tail_block(100_000, 1, 64, 512, 132), 512);
+        for threads in [1u32, 2, 4] {
+            for items in (64..round / threads as usize).step_by(64 * 7) {
+                let b = tail_block(items, threads, 64, 512, 132);
+                assert_eq!(b % (32 * threads), 0);
+                let blocks = (items * threads as usize).div_ceil(b as usize);
+                assert!(blocks <= 132, "{items} items in {blocks} blocks of {b}");
+            }
+        }
     }
 
     #[test]
