@@ -147,6 +147,7 @@ part_spread() {
   tune default "" sm2 $all
   tune no_spread '{"spread_tail":false}' sm2 $all
   tune pairs_16384 '{"pairs_below":16384}' sm2 12288,16384,24576
+  tune ramp '{"ramp_chunks":true}' sm2 65536,172032,262144,1048576,2097152
   tune tail_inlined '{"compact_below":0}' sm2 131072,172032,262144,1048576
   tune ecdsa_default "" p256,secp256k1 4096,172032,1048576
   tune ecdsa_no_spread '{"spread_tail":false}' p256,secp256k1 4096,172032,1048576

@@ -69,6 +69,10 @@ pub struct CudaConfig {
     /// multiprocessors in whole blocks and leaves the rest idle.
     #[serde(default = "default_spread_tail")]
     pub spread_tail: bool,
+    /// Whether the first chunks of a batch grow (an eighth, a quarter and half of a chunk, then
+    /// whole ones), so that the GPU starts before the host has staged a whole chunk.
+    #[serde(default)]
+    pub ramp_chunks: bool,
     /// Batches of at most this many items run the same with quads ([`KernelConfig::quad`]),
     /// eight threads per signature; 0 (the default, [`QUADS_BELOW`]) never does. Above about 4096
     /// signatures its 256-thread blocks no longer fit one round on the H200.
@@ -93,6 +97,7 @@ impl Default for CudaConfig {
             pairs_below: PAIRS_BELOW,
             quads_below: QUADS_BELOW,
             spread_tail: true,
+            ramp_chunks: false,
         }
     }
 }
@@ -159,6 +164,7 @@ impl CudaConfig {
             quads_below: 0,
             min_chunk_items: 1,
             spread_tail: false,
+            ramp_chunks: false,
             ..self
         }
     }
@@ -524,6 +530,28 @@ fn tail_block(items: usize, threads: u32, least: u32, most: u32, sms: u32) -> u3
     let per_sm = (items as u64 * u64::from(threads)).div_ceil(u64::from(sms.max(1)));
     let unit = u64::from(32 * threads);
     (per_sm.next_multiple_of(unit).min(u64::from(u32::MAX)) as u32).clamp(least, most.max(least))
+}
+
+/// The chunks of items [first, end): `chunk` items each (a multiple of 64), the last one short.
+/// With `ramp` the first three are an eighth, a quarter and a half of `chunk` (at least 64
+/// items), so that the GPU starts on the first while the host still stages the rest.
+fn chunk_ranges(first: usize, end: usize, chunk: usize, ramp: bool) -> Vec<(usize, usize)> {
+    let mut sizes = if ramp {
+        vec![chunk / 8, chunk / 4, chunk / 2]
+    } else {
+        Vec::new()
+    }
+    .into_iter()
+    .map(|c| (c / 64 * 64).max(64))
+    .chain(std::iter::repeat(chunk));
+    let mut out = Vec::new();
+    let mut i0 = first;
+    while i0 < end {
+        let m = sizes.next().expect("endless").min(end - i0);
+        out.push((i0, m));
+        i0 += m;
+    }
+    out
 }
 
 /// Grid and bitmap words of a launch over `mp` items (a multiple of 64) in blocks of `block`
@@ -1342,10 +1370,11 @@ impl Engine {
                 (len, len, func, 0),
             ]
         };
+        let ramp = self.cfg.ramp_chunks && w == 0;
         let chunks = segments.into_iter().flat_map(|(first, end, func, block)| {
-            (first..end)
-                .step_by(chunk)
-                .map(move |i0| (i0, chunk.min(end - i0), func, block))
+            chunk_ranges(first, end, chunk, ramp && first == 0)
+                .into_iter()
+                .map(move |(i0, m)| (i0, m, func, block))
         });
         for (i0, m, func, block) in chunks {
             let mp = m.next_multiple_of(64);
@@ -2003,6 +2032,43 @@ mod tests {
                 let blocks = (items * threads as usize).div_ceil(b as usize);
                 assert!(blocks <= 132, "{items} items in {blocks} blocks of {b}");
             }
+        }
+    }
+
+    #[test]
+    fn chunks_cover_their_range_in_order_on_64_item_bounds() {
+        assert_eq!(
+            chunk_ranges(0, 300_000, 131_072, false),
+            vec![(0, 131_072), (131_072, 131_072), (262_144, 37_856)]
+        );
+        assert_eq!(
+            chunk_ranges(0, 300_000, 131_072, true),
+            vec![
+                (0, 16_384),
+                (16_384, 32_768),
+                (49_152, 65_536),
+                (114_688, 131_072),
+                (245_760, 54_240)
+            ]
+        );
+        assert_eq!(
+            chunk_ranges(135_168, 172_032, 21_504, false),
+            vec![(135_168, 21_504), (156_672, 15_360)]
+        );
+        assert_eq!(chunk_ranges(64, 64, 4096, true), vec![]);
+        for (end, chunk, ramp) in [
+            (5000, 64, true),
+            (100_000, 4096, true),
+            (1 << 20, 131_072, false),
+        ] {
+            let r = chunk_ranges(0, end, chunk, ramp);
+            let mut next = 0;
+            for &(i0, m) in &r {
+                assert_eq!(i0, next);
+                assert!(i0 % 64 == 0 && m > 0 && m <= chunk);
+                next += m;
+            }
+            assert_eq!(next, end);
         }
     }
 
