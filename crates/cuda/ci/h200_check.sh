@@ -20,8 +20,8 @@
 #            the card mostly idle, and its clock may not rise for them.
 #   neighbours  chainsig bench of the default beside its neighbouring settings (compact bound,
 #            block size, streams; the ECDSA kernels' block size), through CHAINSIG_CUDA_CONFIG;
-#   spread   chainsig bench with the partial last round spread over every SM (the default)
-#            against whole-round blocks (spread_tail false), for SM2 and ECDSA; pairs up to 16384;
+#   regs     chainsig bench at 120, 112, 104 and 96 registers, each in one block an SM (17-21
+#            warps), against the 128-register default (16 warps);
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
 #            CS_JAC_WINDOW through CHAINSIG_NVRTC_DEFINES); 128 registers with 256-thread blocks
@@ -134,24 +134,23 @@ part_neighbours() {
   # (the ECDSA default is timed by part ecdsa)
   tune ecdsa_block_256 '{"block_size":256}' p256,secp256k1 1024,4096,172032,1048576
 }
-part_spread() {
-  # The partial last round spread over every SM (the default) against whole-round blocks, then
-  # the lane-pair split kernel up to 16384 and the tail on the inlined kernel (every verdict
-  # checked by the bench).
+part_regs() {
+  # Warps an SM holds against registers a thread: 16 warps at 128 registers (the default) and
+  # 17-21 below it, each in one block that fills an SM, against the default (every verdict
+  # checked by the bench); the defaults' small sizes after spread_small and pairs to 16384.
   tune() {
-    echo "== spread $1 [$2]" | tee -a "$L"
+    echo "== regs $1 [$2]" | tee -a "$L"
     CHAINSIG_CUDA_CONFIG="$2" timeout 90 $B bench --alg "$3" --backend cuda --repeats 9 \
       --sizes "$4" 2>&1 | tee -a "$L"
   }
-  local all=1024,2048,4096,8192,16384,32768,65536,98304,131072,172032,262144,1048576,2097152
-  tune default "" sm2 $all
-  tune no_spread '{"spread_tail":false}' sm2 $all
-  tune pairs_16384 '{"pairs_below":16384}' sm2 12288,16384,24576
-  tune ramp '{"ramp_chunks":true}' sm2 65536,172032,262144,1048576,2097152
-  tune tail_inlined '{"compact_below":0}' sm2 131072,172032,262144,1048576
-  tune ecdsa_default "" p256,secp256k1 4096,172032,1048576
-  tune ecdsa_no_spread '{"spread_tail":false}' p256,secp256k1 4096,172032,1048576
-  tune default_again "" sm2 $all
+  local big=131072,172032,262144,1048576,2097152
+  tune default "" sm2 1024,4096,8192,12288,16384,24576,32768,65536,$big
+  for rb in 120:544 112:576 104:608 96:672; do
+    tune "r${rb%%:*}_b${rb##*:}" "{\"kernel\":{\"max_registers\":${rb%%:*}},\"block_size\":${rb##*:}}" sm2 $big
+  done
+  tune ecdsa_default "" p256,secp256k1 172032,1048576
+  tune ecdsa_r112_b576 '{"kernel":{"max_registers":112},"block_size":576}' p256,secp256k1 172032,1048576
+  tune default_again "" sm2 $big
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do
   echo "== $part ($(date -u +%T))" | tee -a "$L"

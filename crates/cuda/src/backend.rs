@@ -33,12 +33,12 @@ pub struct CudaConfig {
     pub kernel: KernelConfig,
     /// CUDA streams the batch is spread over (1 to 16).
     pub streams: usize,
-    /// Threads per block of the main kernel and the ECDSA kernels, a multiple of 64 up to 1024;
+    /// Threads per block of the main kernel and the ECDSA kernels, a multiple of 32 up to 1024;
     /// a batch too small to give every multiprocessor a block gets smaller ones
     /// ([`Loaded::block_for`]).
     pub block_size: u32,
     /// Threads per block of the forms for small batches (compact, lane pairs, quads), a multiple
-    /// of 64 up to 1024.
+    /// of 32 up to 1024.
     #[serde(default = "default_small_block")]
     pub small_block_size: u32,
     /// Items per chunk; None cuts the batch into `streams` equal chunks of at least
@@ -63,16 +63,15 @@ pub struct CudaConfig {
     /// Its blocks are `small_block_size` rounded up to a multiple of 256.
     #[serde(default)]
     pub pairs_below: usize,
-    /// Whether the partial round that ends a work (past its last whole round of the GPU, every
-    /// multiprocessor full of the kernel) runs spread over all multiprocessors, one block each,
-    /// on the kernel a batch of its size would get; without it the partial round fills some
-    /// multiprocessors in whole blocks and leaves the rest idle.
-    #[serde(default = "default_spread_tail")]
-    pub spread_tail: bool,
-    /// Whether the first chunks of a batch grow (an eighth, a quarter and half of a chunk, then
-    /// whole ones), so that the GPU starts before the host has staged a whole chunk.
-    #[serde(default)]
-    pub ramp_chunks: bool,
+    /// Whether a work smaller than one round of the GPU (every multiprocessor full of its
+    /// kernel) runs in one block per multiprocessor, as small as covers it ([`tail_block`]),
+    /// instead of the configured block halved until every multiprocessor has one
+    /// ([`Loaded::block_for`]). H200, 2026-12-06: 16384 signatures 1.83-1.90 ms against 2.75,
+    /// 32768 2.49-2.56 against 2.95. Cutting the partial round off a larger work and spreading
+    /// it the same way was slower (172032: 10.8 against 10.5 ms): a thread takes about as long
+    /// with fewer warps beside it, and the cut-off chunks' blocks mix into the whole rounds.
+    #[serde(default = "default_spread_small")]
+    pub spread_small: bool,
     /// Batches of at most this many items run the same with quads ([`KernelConfig::quad`]),
     /// eight threads per signature; 0 (the default, [`QUADS_BELOW`]) never does. Above about 4096
     /// signatures its 256-thread blocks no longer fit one round on the H200.
@@ -96,13 +95,12 @@ impl Default for CudaConfig {
             compact_below: COMPACT_BELOW,
             pairs_below: PAIRS_BELOW,
             quads_below: QUADS_BELOW,
-            spread_tail: true,
-            ramp_chunks: false,
+            spread_small: true,
         }
     }
 }
 
-fn default_spread_tail() -> bool {
+fn default_spread_small() -> bool {
     true
 }
 
@@ -127,8 +125,10 @@ fn default_small_block() -> u32 {
     SMALL_BLOCK
 }
 
-/// The default [`CudaConfig::pairs_below`], from the H200 measurements.
-pub const PAIRS_BELOW: usize = 8192;
+/// The default [`CudaConfig::pairs_below`], from the H200 measurements: 16384 signatures take
+/// 1.67 ms on the lane-pair split kernel (four threads each, about one round) against 1.83-1.90
+/// on the compact one; 24576 take 2.98 ms on it, more than 32768 on the compact kernel (2.5 ms).
+pub const PAIRS_BELOW: usize = 16_384;
 
 /// The default [`CudaConfig::quads_below`]: none. Since the window's odd multiples share one Z
 /// (commit 1e62982) the quads take longer than the lane pairs at every size they ran (H100,
@@ -163,8 +163,7 @@ impl CudaConfig {
             pairs_below: 0,
             quads_below: 0,
             min_chunk_items: 1,
-            spread_tail: false,
-            ramp_chunks: false,
+            spread_small: false,
             ..self
         }
     }
@@ -247,9 +246,9 @@ impl CudaConfig {
             ("block_size", self.block_size),
             ("small_block_size", self.small_block_size),
         ] {
-            if block == 0 || block % 64 != 0 || block > 1024 {
+            if block == 0 || block % 32 != 0 || block > 1024 {
                 return Err(format!(
-                    "{name} must be a multiple of 64 up to 1024, got {block}"
+                    "{name} must be a multiple of 32 up to 1024, got {block}"
                 ));
             }
         }
@@ -480,7 +479,7 @@ impl Loaded {
     /// (down to the least block), so that a small batch spreads over the whole GPU instead of
     /// crowding a few multiprocessors with warps that then wait on each other. Large blocks
     /// suit large batches (512 threads at 128 registers: one block an SM). The launches of
-    /// [`CudaConfig::spread_tail`] replace it.
+    /// [`CudaConfig::spread_small`] replaces it for a work of less than a round.
     fn block_for(&self, items: usize, sms: u32) -> u32 {
         spread_block(self.block, self.least, self.threads, items, sms)
     }
@@ -512,46 +511,14 @@ fn spread_block(mut block: u32, least: u32, threads: u32, items: usize, sms: u32
     block
 }
 
-/// Where a work of `len` signatures ends its whole rounds of `round` signatures (a multiple of
-/// 64, the bitmap's words): the items past it are the tail, a partial round.
-fn whole_rounds(len: usize, round: usize) -> usize {
-    if round == 0 {
-        return 0;
-    }
-    (len / round * round) / 64 * 64
-}
-
 /// The block for a partial round of `items` signatures at `threads` each: one block on each
 /// multiprocessor, as small as covers them all (a multiple of 32 × `threads`, between `least`
-/// and `most`). In whole-round blocks a tail would fill some multiprocessors and leave the rest
-/// idle; spread thin, each multiprocessor holds fewer warps, which then run faster, and the
-/// partial round ends sooner.
+/// and `most`). In whole-round blocks a partial round would fill some multiprocessors and leave
+/// the rest idle.
 fn tail_block(items: usize, threads: u32, least: u32, most: u32, sms: u32) -> u32 {
     let per_sm = (items as u64 * u64::from(threads)).div_ceil(u64::from(sms.max(1)));
     let unit = u64::from(32 * threads);
     (per_sm.next_multiple_of(unit).min(u64::from(u32::MAX)) as u32).clamp(least, most.max(least))
-}
-
-/// The chunks of items [first, end): `chunk` items each (a multiple of 64), the last one short.
-/// With `ramp` the first three are an eighth, a quarter and a half of `chunk` (at least 64
-/// items), so that the GPU starts on the first while the host still stages the rest.
-fn chunk_ranges(first: usize, end: usize, chunk: usize, ramp: bool) -> Vec<(usize, usize)> {
-    let mut sizes = if ramp {
-        vec![chunk / 8, chunk / 4, chunk / 2]
-    } else {
-        Vec::new()
-    }
-    .into_iter()
-    .map(|c| (c / 64 * 64).max(64))
-    .chain(std::iter::repeat(chunk));
-    let mut out = Vec::new();
-    let mut i0 = first;
-    while i0 < end {
-        let m = sizes.next().expect("endless").min(end - i0);
-        out.push((i0, m));
-        i0 += m;
-    }
-    out
 }
 
 /// Grid and bitmap words of a launch over `mp` items (a multiple of 64) in blocks of `block`
@@ -1353,30 +1320,16 @@ impl Engine {
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr);
         let nslots = self.slots.len();
-        // The work's kernel runs its whole rounds in its own block; the partial round past them
-        // runs as the small batch it is, spread over every multiprocessor (spread_tail). Without
-        // spreading, one block size for the whole work.
+        // One kernel and block for the whole work: its chunks run side by side on the GPU. A
+        // work of less than one round spreads over every multiprocessor (spread_small).
         let func = pick_kernel(kernel, small, len);
-        let segments = if self.cfg.spread_tail {
-            let body = whole_rounds(len, func.round(self.sms));
-            let tail = pick_kernel(kernel, small, len - body);
-            [
-                (0, body, func, func.block),
-                (body, len, tail, tail.tail_block(len - body, self.sms)),
-            ]
+        let block = if self.cfg.spread_small && len < func.round(self.sms) {
+            func.tail_block(len, self.sms)
         } else {
-            [
-                (0, len, func, func.block_for(len, self.sms)),
-                (len, len, func, 0),
-            ]
+            func.block_for(len, self.sms)
         };
-        let ramp = self.cfg.ramp_chunks && w == 0;
-        let chunks = segments.into_iter().flat_map(|(first, end, func, block)| {
-            chunk_ranges(first, end, chunk, ramp && first == 0)
-                .into_iter()
-                .map(move |(i0, m)| (i0, m, func, block))
-        });
-        for (i0, m, func, block) in chunks {
+        for i0 in (0..len).step_by(chunk) {
+            let m = chunk.min(len - i0);
             let mp = m.next_multiple_of(64);
             let (grid, out_words) = launch_shape(mp, block, func.threads);
             let in_words = match work {
@@ -2006,19 +1959,10 @@ mod tests {
     }
 
     #[test]
-    fn a_partial_round_spreads_over_every_multiprocessor() {
+    fn a_work_under_one_round_spreads_over_every_multiprocessor() {
         // The H200 at 128 registers: 132 multiprocessors, one 512-thread block each.
-        let round = 132 * 512;
-        assert_eq!(whole_rounds(172032, round), 2 * round);
-        assert_eq!(whole_rounds(1 << 20, round), 15 * round);
-        assert_eq!(whole_rounds(3 * round, round), 3 * round);
-        assert_eq!(whole_rounds(4096, round), 0);
-        assert_eq!(whole_rounds(1000, 0), 0);
-        for (len, round) in [(250, 100), (100_000, 38_016), (1 << 20, 1000)] {
-            let body = whole_rounds(len, round);
-            assert!(body % 64 == 0 && body <= len && len - body < round + 64);
-        }
-        // The 36864 past 172032's two rounds: 288 threads on 128 multiprocessors, not 512 on 72.
+        let round = 132 * 512; // the H200 at 128 registers: one 512-thread block an SM
+                               // 36864 signatures: 288 threads on 128 multiprocessors, not 512 on 72.
         assert_eq!(tail_block(36864, 1, 64, 512, 132), 288);
         // 4096 on a split kernel: 128 blocks of 128, one on each multiprocessor but four; the
         // least block binds, and no block passes the kernel's most.
@@ -2036,46 +1980,9 @@ mod tests {
     }
 
     #[test]
-    fn chunks_cover_their_range_in_order_on_64_item_bounds() {
-        assert_eq!(
-            chunk_ranges(0, 300_000, 131_072, false),
-            vec![(0, 131_072), (131_072, 131_072), (262_144, 37_856)]
-        );
-        assert_eq!(
-            chunk_ranges(0, 300_000, 131_072, true),
-            vec![
-                (0, 16_384),
-                (16_384, 32_768),
-                (49_152, 65_536),
-                (114_688, 131_072),
-                (245_760, 54_240)
-            ]
-        );
-        assert_eq!(
-            chunk_ranges(135_168, 172_032, 21_504, false),
-            vec![(135_168, 21_504), (156_672, 15_360)]
-        );
-        assert_eq!(chunk_ranges(64, 64, 4096, true), vec![]);
-        for (end, chunk, ramp) in [
-            (5000, 64, true),
-            (100_000, 4096, true),
-            (1 << 20, 131_072, false),
-        ] {
-            let r = chunk_ranges(0, end, chunk, ramp);
-            let mut next = 0;
-            for &(i0, m) in &r {
-                assert_eq!(i0, next);
-                assert!(i0 % 64 == 0 && m > 0 && m <= chunk);
-                next += m;
-            }
-            assert_eq!(next, end);
-        }
-    }
-
-    #[test]
     fn launches_cover_every_item_with_one_bit_each() {
         for threads in [1u32, 2, 4] {
-            for block_size in [64u32, 128, 192, 256, 512, 1024] {
+            for block_size in [64u32, 128, 192, 256, 512, 544, 576, 672, 1024] {
                 let block = block_size.next_multiple_of(32 * threads);
                 for mp in [64usize, 128, 4096, 4160, 172032] {
                     let (grid, words) = launch_shape(mp, block, threads);
@@ -2122,8 +2029,10 @@ mod tests {
         };
         assert!(c.validate().unwrap_err().contains("streams"));
         c.streams = 4;
-        c.block_size = 96;
+        c.block_size = 100;
         assert!(c.validate().unwrap_err().contains("block_size"));
+        c.block_size = 544; // 17 warps: 120 registers a thread fill an SM
+        assert!(c.validate().is_ok());
         c.block_size = 128;
         c.chunk_items = Some(0);
         assert!(c.validate().unwrap_err().contains("chunk_items"));
