@@ -70,8 +70,15 @@ pub struct CudaConfig {
     /// 32768 2.49-2.56 against 2.95. Cutting the partial round off a larger work and spreading
     /// it the same way was slower (172032: 10.8 against 10.5 ms): a thread takes about as long
     /// with fewer warps beside it, and the cut-off chunks' blocks mix into the whole rounds.
-    #[serde(default = "default_spread_small")]
+    #[serde(default = "default_on")]
     pub spread_small: bool,
+    /// Whether a work of at least one round of the GPU (every multiprocessor full of its kernel)
+    /// is cut into chunks of one round each, instead of `streams` equal chunks; `chunk_items`
+    /// overrides both. H100, 2026-12-06: 172032 signatures 10.44-10.51 ms against 10.67-10.77,
+    /// 131072 7.45-7.55 against 7.57-7.90, 262144 14.06 against 14.36-14.42; chunks of half or a
+    /// quarter of a round, or of two rounds, were slower.
+    #[serde(default = "default_on")]
+    pub round_chunks: bool,
     /// Batches of at most this many items run the same with quads ([`KernelConfig::quad`]),
     /// eight threads per signature; 0 (the default, [`QUADS_BELOW`]) never does. Above about 4096
     /// signatures its 256-thread blocks no longer fit one round on the H200.
@@ -96,11 +103,12 @@ impl Default for CudaConfig {
             pairs_below: PAIRS_BELOW,
             quads_below: QUADS_BELOW,
             spread_small: true,
+            round_chunks: true,
         }
     }
 }
 
-fn default_spread_small() -> bool {
+fn default_on() -> bool {
     true
 }
 
@@ -164,6 +172,7 @@ impl CudaConfig {
             quads_below: 0,
             min_chunk_items: 1,
             spread_small: false,
+            round_chunks: false,
             ..self
         }
     }
@@ -519,6 +528,16 @@ fn tail_block(items: usize, threads: u32, least: u32, most: u32, sms: u32) -> u3
     let per_sm = (items as u64 * u64::from(threads)).div_ceil(u64::from(sms.max(1)));
     let unit = u64::from(32 * threads);
     (per_sm.next_multiple_of(unit).min(u64::from(u32::MAX)) as u32).clamp(least, most.max(least))
+}
+
+/// The chunk of a work of `len` signatures whose kernel fills the GPU with `round`: one round
+/// (a multiple of 64) where the work has at least one, else `chunk`.
+fn round_chunk(chunk: usize, len: usize, round: usize) -> usize {
+    if round >= 64 && len >= round {
+        round / 64 * 64
+    } else {
+        chunk
+    }
 }
 
 /// Grid and bitmap words of a launch over `mp` items (a multiple of 64) in blocks of `block`
@@ -1328,6 +1347,12 @@ impl Engine {
         } else {
             func.block_for(len, self.sms)
         };
+        let round = func.round(self.sms);
+        let chunk = if self.cfg.round_chunks && self.cfg.chunk_items.is_none() {
+            round_chunk(chunk, len, round)
+        } else {
+            chunk
+        };
         for i0 in (0..len).step_by(chunk) {
             let m = chunk.min(len - i0);
             let mp = m.next_multiple_of(64);
@@ -1977,6 +2002,16 @@ mod tests {
                 assert!(blocks <= 132, "{items} items in {blocks} blocks of {b}");
             }
         }
+    }
+
+    #[test]
+    fn a_work_of_a_round_or_more_is_cut_into_rounds() {
+        let round = 132 * 512;
+        assert_eq!(round_chunk(21_504, 172_032, round), round);
+        assert_eq!(round_chunk(131_072, 1 << 20, round), round);
+        assert_eq!(round_chunk(4096, 32_768, round), 4096);
+        assert_eq!(round_chunk(4096, 32_768, 0), 4096);
+        assert_eq!(round_chunk(4096, 1 << 20, 132 * 500), 65_984); // down to a multiple of 64
     }
 
     #[test]
