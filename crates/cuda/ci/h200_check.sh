@@ -20,8 +20,8 @@
 #            the card mostly idle, and its clock may not rise for them.
 #   neighbours  chainsig bench of the default beside its neighbouring settings (compact bound,
 #            block size, streams; the ECDSA kernels' block size), through CHAINSIG_CUDA_CONFIG;
-#   regs     chainsig bench at 120, 112, 104 and 96 registers, each in one block an SM (17-21
-#            warps), against the 128-register default (16 warps);
+#   regs     chainsig bench at 120, 112, 104 and 96 registers, each in blocks meant to fill an
+#            SM, against the 128-register default (16 warps);
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
 #            CS_JAC_WINDOW through CHAINSIG_NVRTC_DEFINES); 128 registers with 256-thread blocks
@@ -111,14 +111,17 @@ part_tuning() {
   done
   tune default_again "" "" sm2 $all
 }
+# chainsig bench under a CHAINSIG_CUDA_CONFIG override, every verdict checked, logged under the
+# part's name: bench_with PART LABEL CONFIG ALGS SIZES.
+bench_with() {
+  echo "== $1 $2 [$3]" | tee -a "$L"
+  CHAINSIG_CUDA_CONFIG="$3" timeout 90 $B bench --alg "$4" --backend cuda --repeats 9 \
+    --sizes "$5" 2>&1 | tee -a "$L"
+}
 part_neighbours() {
   # The default's neighbours: the compact kernel's bound, the main block size, the stream count,
   # and the ECDSA kernels' block size (every verdict checked by the bench).
-  tune() {
-    echo "== neighbours $1 [$2]" | tee -a "$L"
-    CHAINSIG_CUDA_CONFIG="$2" timeout 60 $B bench --alg "$3" --backend cuda --repeats 9 \
-      --sizes "$4" 2>&1 | tee -a "$L"
-  }
+  tune() { bench_with neighbours "$@"; }
   local mid=32768,65536,98304,131072,172032
   tune default "" sm2 "$mid,262144,1048576"
   tune compact_below_0 '{"compact_below":0}' sm2 $mid
@@ -135,14 +138,12 @@ part_neighbours() {
   tune ecdsa_block_256 '{"block_size":256}' p256,secp256k1 1024,4096,172032,1048576
 }
 part_regs() {
-  # Warps an SM holds against registers a thread: 16 warps at 128 registers (the default) and
-  # 17-21 below it, each in one block that fills an SM, against the default (every verdict
-  # checked by the bench); the defaults' small sizes after spread_small and pairs to 16384.
-  tune() {
-    echo "== regs $1 [$2]" | tee -a "$L"
-    CHAINSIG_CUDA_CONFIG="$2" timeout 90 $B bench --alg "$3" --backend cuda --repeats 9 \
-      --sizes "$4" 2>&1 | tee -a "$L"
-  }
+  # Warps an SM holds against registers a thread: 16 warps at 128 registers (the default) against
+  # blocks meant to fill an SM below it, and the defaults' small sizes after spread_small and
+  # pairs to 16384. The H100 refused 544, 576 and 608 (at 120, 112 and 104 registers a scheduler
+  # still holds only 4 warps; results/h100_75be369_regs_log.txt); 20 and 24 warps need 96 and
+  # 80 registers (results/h100_75be369_adhoc_log.txt).
+  tune() { bench_with regs "$@"; }
   local big=131072,172032,262144,1048576,2097152
   tune default "" sm2 1024,4096,8192,12288,16384,24576,32768,65536,$big
   for rb in 120:544 112:576 104:608 96:672; do

@@ -487,8 +487,9 @@ impl Loaded {
     /// loaded one, halved while the work would fill fewer blocks than there are multiprocessors
     /// (down to the least block), so that a small batch spreads over the whole GPU instead of
     /// crowding a few multiprocessors with warps that then wait on each other. Large blocks
-    /// suit large batches (512 threads at 128 registers: one block an SM). The launches of
-    /// [`CudaConfig::spread_small`] replaces it for a work of less than a round.
+    /// suit large batches (512 threads at 128 registers: one block an SM).
+    /// [`CudaConfig::spread_small`] puts [`Loaded::tail_block`] in its place for a work of less
+    /// than one round.
     fn block_for(&self, items: usize, sms: u32) -> u32 {
         spread_block(self.block, self.least, self.threads, items, sms)
     }
@@ -1342,12 +1343,12 @@ impl Engine {
         // One kernel and block for the whole work: its chunks run side by side on the GPU. A
         // work of less than one round spreads over every multiprocessor (spread_small).
         let func = pick_kernel(kernel, small, len);
-        let block = if self.cfg.spread_small && len < func.round(self.sms) {
+        let round = func.round(self.sms);
+        let block = if self.cfg.spread_small && len < round {
             func.tail_block(len, self.sms)
         } else {
             func.block_for(len, self.sms)
         };
-        let round = func.round(self.sms);
         let chunk = if self.cfg.round_chunks && self.cfg.chunk_items.is_none() {
             round_chunk(chunk, len, round)
         } else {
@@ -1986,8 +1987,8 @@ mod tests {
     #[test]
     fn a_work_under_one_round_spreads_over_every_multiprocessor() {
         // The H200 at 128 registers: 132 multiprocessors, one 512-thread block each.
-        let round = 132 * 512; // the H200 at 128 registers: one 512-thread block an SM
-                               // 36864 signatures: 288 threads on 128 multiprocessors, not 512 on 72.
+        let round = 132 * 512;
+        // 36864 signatures: 288 threads on 128 multiprocessors, not 512 on 72.
         assert_eq!(tail_block(36864, 1, 64, 512, 132), 288);
         // 4096 on a split kernel: 128 blocks of 128, one on each multiprocessor but four; the
         // least block binds, and no block passes the kernel's most.
