@@ -168,12 +168,16 @@ part_rounds() {
     bench_with rounds "even_$run" "" sm2 $sizes
     bench_with rounds "whole_$run" '{"even_rounds":false}' sm2 $sizes
     bench_with rounds "parts5_$run" '{"stage_parts":5}' sm2 $sizes
-    bench_with rounds "parallel0_$run" '{"parallel_stage_from":0}' sm2 1024,4096,8192
-    bench_with rounds "parts5_parallel0_$run" '{"stage_parts":5,"parallel_stage_from":0}' sm2 $sizes
   done
-  bench_with rounds ecdsa_even "" p256,secp256k1 4096,131072,172032,262144
+  bench_with rounds parallel0 '{"parallel_stage_from":0}' sm2 1024,4096,8192
+  bench_with rounds parts5_parallel0 '{"stage_parts":5,"parallel_stage_from":0}' sm2 1024,4096,8192,172032
+  bench_with rounds ecdsa_even "" p256,secp256k1 4096,131072,172032,262144,1048576
   bench_with rounds ecdsa_whole '{"even_rounds":false}' p256,secp256k1 131072,172032,262144
-  bench_with rounds ecdsa_parts5 '{"stage_parts":5}' p256,secp256k1 4096,131072,172032,262144
+  # The signed window of 4 bits (the default before 5; NVRTC compiles its modules here).
+  echo "== rounds window4" | tee -a "$L"
+  CHAINSIG_NVRTC_DEFINES="-DCS_WINDOW_BITS=4" timeout 200 $B bench --alg sm2,p256,secp256k1 \
+    --backend cuda --repeats 9 --sizes 1024,4096,8192,172032,1048576 2>&1 | tee -a "$L"
+  bench_with rounds window5 "" sm2,p256,secp256k1 1024,4096,8192,172032,1048576
   $B gen --alg sm2 --count 300000 --invalid-ratio 0.1 --seed "$SEED" --out /tmp/t.jsonl --msg-len 100
   for c in 4096 100000 172032 300000; do
     CHAINSIG_CUDA_CONFIG='{"stage_parts":5}' timeout 60 $B verify --backend cuda --chunk $c /tmp/t.jsonl > /tmp/vt.jsonl 2>> "$L"

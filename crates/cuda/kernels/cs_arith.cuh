@@ -1078,20 +1078,22 @@ CS_FN void pt_add_coz(jpt& R, fe* W, const apt& Q, const coz_basis& B, const fe*
   }
 }
 
-// T[i] = (2i + 1) P for i < 8, all on one Z, from an affine P of odd prime order. Each odd multiple
+// T[i] = (2i + 1) P for i < N, all on one Z, from an affine P of odd prime order. Each odd multiple
 // is the last plus 2P by Meloni's co-Z addition (5M + 2S with the Z product left out), which also
 // brings 2P to the sum's Z, so the next addition is co-Z again; afterwards every earlier entry is
-// brought to the last one's Z. 91 products, against 120 for the same table in Jacobian points. No
-// step meets an exceptional case: (2i - 1) P = ±2P would need an order dividing 2i + 1 or 2i - 3.
-CS_FN void coz_odd_multiples(apt T[8], coz_basis& B, const apt& P) {
+// brought to the last one's Z. 91 products for N = 8 (against 120 in Jacobian points), 11 more per
+// entry after. No step meets an exceptional case: (2i - 1) P = ±2P would need an order dividing
+// 2i + 1 or 2i - 3.
+template <int N>
+CS_FN void coz_odd_multiples(apt T[N], coz_basis& B, const apt& P) {
   jpt D;
   pt_from_affine(D, P);
   pt_dbl(D);  // 2P on Z_0 = D.Z
-  fe z2, z3, h[7];
+  fe z2, z3, h[N - 1];
   fe_sqr(z2, D.Z);
   fe_mul(z3, z2, D.Z);
   fe_mul2(T[0].x, P.x, z2, T[0].y, P.y, z3);  // P on Z_0
-  for (int i = 1; i < 8; i++) {
+  for (int i = 1; i < N; i++) {
     // T[i-1] and D share Z_(i-1); their sum and D move to Z_i = Z_(i-1) h.
     fe rr, a, d, b, c, t;
     fe_sub(h[i - 1], T[i - 1].x, D.X);
@@ -1106,17 +1108,17 @@ CS_FN void coz_odd_multiples(apt T[8], coz_basis& B, const apt& P) {
     fe_sub(T[i].y, t, D.Y);
     fe_copy(D.X, b);
   }
-  // T[j] lies on Z_j = Z_0 h_0 ... h_(j-1): bring it to Z_7 by f = h_j ... h_6.
+  // T[j] lies on Z_j = Z_0 h_0 ... h_(j-1): bring it to Z_(N-1) by f = h_j ... h_(N-2).
   fe f;
-  fe_copy(f, h[6]);
-  for (int j = 6; j >= 0; j--) {
+  fe_copy(f, h[N - 2]);
+  for (int j = N - 2; j >= 0; j--) {
     fe f2, f3;
-    if (j < 6) fe_mul(f, f, h[j]);
+    if (j < N - 2) fe_mul(f, f, h[j]);
     fe_sqr(f2, f);
     fe_mul(f3, f2, f);
     fe_mul2(T[j].x, T[j].x, f2, T[j].y, T[j].y, f3);
   }
-  fe_mul(B.lam, D.Z, f);  // Z_7 = Z_0 h_0 ... h_6
+  fe_mul(B.lam, D.Z, f);  // Z_(N-1) = Z_0 h_0 ... h_(N-2)
   fe_sqr(B.lam2, B.lam);
   fe_mul(B.lam3, B.lam2, B.lam);
 }
