@@ -22,11 +22,6 @@
 #            block size, streams; the ECDSA kernels' block size), through CHAINSIG_CUDA_CONFIG;
 #   regs     chainsig bench at 120, 112, 104 and 96 registers, each in blocks meant to fill an
 #            SM, against the 128-register default (16 warps);
-#   rounds   the main kernel's time against warps an SM (one block per SM of 4 to 16 warps);
-#            chainsig bench with equal rounds (even_rounds, the default) against whole rounds and
-#            a partial one, and the staging in parts and on every core, SM2 and ECDSA,
-#            alternating; chainsig verify in chunks up to more than one round (staged in parts),
-#            compared line by line with the generator;
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
 #            CS_JAC_WINDOW through CHAINSIG_NVRTC_DEFINES); 128 registers with 256-thread blocks
@@ -157,33 +152,6 @@ part_regs() {
   tune ecdsa_default "" p256,secp256k1 172032,1048576
   tune ecdsa_r112_b576 '{"kernel":{"max_registers":112},"block_size":576}' p256,secp256k1 172032,1048576
   tune default_again "" sm2 $big
-}
-part_rounds() {
-  local w
-  for w in 4 8 12 14 16; do
-    bench_with rounds "main_kernel_${w}_warps" '{"compact_below":0,"pairs_below":0}' sm2 $((132 * 32 * w))
-  done
-  local sizes=1024,4096,8192,131072,150000,172032,200000,262144,1048576
-  for run in 1 2; do
-    bench_with rounds "even_$run" "" sm2 $sizes
-    bench_with rounds "whole_$run" '{"even_rounds":false}' sm2 $sizes
-    bench_with rounds "parts5_$run" '{"stage_parts":5}' sm2 $sizes
-  done
-  bench_with rounds parallel0 '{"parallel_stage_from":0}' sm2 1024,4096,8192
-  bench_with rounds parts5_parallel0 '{"stage_parts":5,"parallel_stage_from":0}' sm2 1024,4096,8192,172032
-  bench_with rounds ecdsa_even "" p256,secp256k1 4096,131072,172032,262144,1048576
-  bench_with rounds ecdsa_whole '{"even_rounds":false}' p256,secp256k1 131072,172032,262144
-  # The signed window of 4 bits (the default before 5; NVRTC compiles its modules here).
-  echo "== rounds window4" | tee -a "$L"
-  CHAINSIG_NVRTC_DEFINES="-DCS_WINDOW_BITS=4" timeout 200 $B bench --alg sm2,p256,secp256k1 \
-    --backend cuda --repeats 9 --sizes 1024,4096,8192,172032,1048576 2>&1 | tee -a "$L"
-  bench_with rounds window5 "" sm2,p256,secp256k1 1024,4096,8192,172032,1048576
-  $B gen --alg sm2 --count 300000 --invalid-ratio 0.1 --seed "$SEED" --out /tmp/t.jsonl --msg-len 100
-  for c in 4096 100000 172032 300000; do
-    CHAINSIG_CUDA_CONFIG='{"stage_parts":5}' timeout 60 $B verify --backend cuda --chunk $c /tmp/t.jsonl > /tmp/vt.jsonl 2>> "$L"
-    echo "chunk $c:" | tee -a "$L"
-    python3 crates/cuda/ci/compare_verdicts.py /tmp/t.jsonl /tmp/vt.jsonl 2>&1 | tee -a "$L"
-  done
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do
   echo "== $part ($(date -u +%T))" | tee -a "$L"

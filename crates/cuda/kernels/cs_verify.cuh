@@ -183,13 +183,19 @@ CS_FN void mul_separate(jpt& R, const fe& s, const fe& t, const apt& P, const u3
   pt_add_jac(R, tp);
 }
 
-// The signed window's width for t*P (CS_WINDOW_BITS, 5 unless defined otherwise; 4 was the
-// default before 2026-12-06 and stays as an ablation): odd digits in [-(2^W - 1), 2^W - 1], a table
-// of the 2^(W-1) odd multiples P, 3P, ..., and ceil(255 / W) additions. Five bits take 51
-// additions and 255 doublings from a table of 16 (179 products), four take 64 and 256 from a table
-// of 8 (91): about 100 products fewer a verification.
+// The signed window's width for t*P (CS_WINDOW_BITS unless defined: 5 in the lane kernels, 4 in
+// those of one thread a signature): odd digits in [-(2^W - 1), 2^W - 1], a table of the 2^(W-1) odd
+// multiples P, 3P, ..., and ceil(255 / W) additions. Five bits take 51 additions and 255 doublings
+// from a table of 16 (179 products), four take 64 and 256 from a table of 8 (91): about 100
+// products fewer a verification. Measured on an H100 (2026-12-06): the lane kernels gain 3-4% at
+// 1024-4096 signatures, but the one-thread kernels at full occupancy lose 45% (2^20: 96 against
+// 52 ms), their 1 KB table a thread (1.7 KB of stack) pushing the local memory out of L1.
 #ifndef CS_WINDOW_BITS
+#if CS_LANES > 1
 #define CS_WINDOW_BITS 5
+#else
+#define CS_WINDOW_BITS 4
+#endif
 #endif
 #define CS_WINDOW_ENTRIES (1 << (CS_WINDOW_BITS - 1))
 #define CS_WINDOW_DIGITS ((255 + CS_WINDOW_BITS - 1) / CS_WINDOW_BITS)

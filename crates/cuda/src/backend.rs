@@ -16,7 +16,6 @@ use chainsig_core::bitmap::Bitmap;
 use cudarc::driver::{
     result, sys, CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg,
 };
-use std::ops::Range;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
@@ -80,22 +79,6 @@ pub struct CudaConfig {
     /// quarter of a round, or of two rounds, were slower.
     #[serde(default = "default_on")]
     pub round_chunks: bool,
-    /// With `round_chunks`: a work of more than one round is cut into the fewest rounds that
-    /// hold it, of equal size, each in one block per multiprocessor as small as covers it
-    /// ([`Loaded::tail_block`]), instead of whole rounds and a partial last one (172032
-    /// signatures: three rounds of 14 warps an SM instead of two of 16 and one on 72 of 132
-    /// SMs).
-    #[serde(default = "default_on")]
-    pub even_rounds: bool,
-    /// A chunk's records are staged into pinned memory and copied to the GPU in this many parts
-    /// (whole operands, column layout only), each part's copy issued as soon as it is staged, so
-    /// that the copy of one overlaps the staging of the next; 1 stages the whole chunk first.
-    #[serde(default = "default_stage_parts")]
-    pub stage_parts: usize,
-    /// Chunks of at least this many records are staged by all of the host's cores (one row of
-    /// words each); smaller ones by the calling thread.
-    #[serde(default = "default_parallel_stage")]
-    pub parallel_stage_from: usize,
     /// Batches of at most this many items run the same with quads ([`KernelConfig::quad`]),
     /// eight threads per signature; 0 (the default, [`QUADS_BELOW`]) never does. Above about 4096
     /// signatures its 256-thread blocks no longer fit one round on the H200.
@@ -121,9 +104,6 @@ impl Default for CudaConfig {
             quads_below: QUADS_BELOW,
             spread_small: true,
             round_chunks: true,
-            even_rounds: true,
-            stage_parts: STAGE_PARTS,
-            parallel_stage_from: PARALLEL_STAGE_FROM,
         }
     }
 }
@@ -131,20 +111,6 @@ impl Default for CudaConfig {
 fn default_on() -> bool {
     true
 }
-
-fn default_stage_parts() -> usize {
-    STAGE_PARTS
-}
-
-fn default_parallel_stage() -> usize {
-    PARALLEL_STAGE_FROM
-}
-
-/// The default [`CudaConfig::stage_parts`].
-pub const STAGE_PARTS: usize = 1;
-
-/// The default [`CudaConfig::parallel_stage_from`].
-pub const PARALLEL_STAGE_FROM: usize = 16384;
 
 /// The default [`CudaConfig::compact_below`]. At 128 registers (H200, 2026-12-05) the compact
 /// kernel in blocks of 256 took 4.89 ms for 65536 records against the inlined one's 5.12 (also
@@ -207,7 +173,6 @@ impl CudaConfig {
             min_chunk_items: 1,
             spread_small: false,
             round_chunks: false,
-            even_rounds: false,
             ..self
         }
     }
@@ -576,16 +541,6 @@ fn round_chunk(chunk: usize, len: usize, round: usize) -> usize {
     }
 }
 
-/// [`round_chunk`] with rounds of equal size: a work of more than one round in the fewest
-/// rounds that hold it (multiples of 64), else `chunk`.
-fn even_round_chunk(chunk: usize, len: usize, round: usize) -> usize {
-    if round >= 64 && len >= round {
-        len.div_ceil(len.div_ceil(round)).next_multiple_of(64)
-    } else {
-        chunk
-    }
-}
-
 /// Grid and bitmap words of a launch over `mp` items (a multiple of 64) in blocks of `block`
 /// threads (a multiple of 32 × threads), `threads` per item: each block covers block / threads
 /// items and writes one 32-bit half word per 32 of them.
@@ -707,10 +662,10 @@ fn chunk_words(k: &KernelConfig, mp: usize) -> usize {
 /// Copies items [i0, i0 + m) of the batch into `dst` in the kernel's layout (padded stride mp).
 fn stage(batch: &Batch, k: &KernelConfig, i0: usize, m: usize, mp: usize, dst: &mut [u32]) {
     use rayon::prelude::*;
+    let src = batch.words();
+    let stride = batch.stride();
+    let nrows = rows(k);
     if k.row_major {
-        let src = batch.words();
-        let stride = batch.stride();
-        let nrows = rows(k);
         let width = nrows + usize::from(k.compress);
         dst[..m * width]
             .par_chunks_mut(width)
@@ -725,41 +680,16 @@ fn stage(batch: &Batch, k: &KernelConfig, i0: usize, m: usize, mp: usize, dst: &
             });
         return;
     }
-    let all = 0..rows(k) + usize::from(k.compress);
-    stage_columns(batch, k, i0, m, mp, all, PARALLEL_STAGE_FROM, dst);
-}
-
-/// The column layout's rows `part` of items [i0, i0 + m) ([`stage`]): row r < rows(k) is word r
-/// of the operands, row rows(k) the parity bits of compressed keys; `dst` is the whole chunk.
-/// From `parallel_from` items on, the rows are copied by all of the host's cores.
-#[allow(clippy::too_many_arguments)]
-fn stage_columns(
-    batch: &Batch,
-    k: &KernelConfig,
-    i0: usize,
-    m: usize,
-    mp: usize,
-    part: std::ops::Range<usize>,
-    parallel_from: usize,
-    dst: &mut [u32],
-) {
-    use rayon::prelude::*;
-    let src = batch.words();
-    let stride = batch.stride();
-    let nrows = rows(k);
-    let words = part.start.min(nrows)..part.end.min(nrows);
     let (cols, parity) = dst.split_at_mut(nrows * mp);
-    let cols = &mut cols[words.start * mp..words.end * mp];
-    let copy = |(j, d): (usize, &mut [u32])| {
-        let r = words.start + j;
+    let copy = |(r, d): (usize, &mut [u32])| {
         d[..m].copy_from_slice(&src[r * stride + i0..r * stride + i0 + m])
     };
-    if m >= parallel_from {
+    if m >= 16384 {
         cols.par_chunks_mut(mp).enumerate().for_each(copy);
     } else {
         cols.chunks_mut(mp).enumerate().for_each(copy);
     }
-    if k.compress && part.contains(&nrows) {
+    if k.compress {
         let py0 = &src[(PY * LIMBS) * stride + i0..(PY * LIMBS) * stride + i0 + m];
         for (w, out) in parity[..mp / 32].iter_mut().enumerate() {
             let mut bits = 0u32;
@@ -771,30 +701,6 @@ fn stage_columns(
             *out = bits;
         }
     }
-}
-
-/// The parts a chunk in the column layout is staged and copied in: `parts` runs of whole
-/// operands (8 rows each; the parity row, if any, with the last), as (rows, words) ranges.
-fn stage_parts(k: &KernelConfig, mp: usize, parts: usize) -> Vec<(Range<usize>, Range<usize>)> {
-    let operands = rows(k) / LIMBS;
-    let parts = parts.clamp(1, operands);
-    let end = rows(k) + usize::from(k.compress);
-    (0..parts)
-        .map(|p| {
-            let r0 = p * operands / parts * LIMBS;
-            let r1 = if p + 1 == parts {
-                end
-            } else {
-                (p + 1) * operands / parts * LIMBS
-            };
-            let w1 = if r1 > rows(k) {
-                chunk_words(k, mp)
-            } else {
-                r1 * mp
-            };
-            (r0..r1, r0 * mp..w1)
-        })
-        .collect()
 }
 
 /// Stages recovery items in the recovery kernel's rows (e, r, s as little-endian words, then the
@@ -1438,18 +1344,15 @@ impl Engine {
         // work of less than one round spreads over every multiprocessor (spread_small).
         let func = pick_kernel(kernel, small, len);
         let round = func.round(self.sms);
-        let rounds = self.cfg.round_chunks && self.cfg.chunk_items.is_none();
-        let chunk = match (rounds, self.cfg.even_rounds) {
-            (true, true) => even_round_chunk(chunk, len, round),
-            (true, false) => round_chunk(chunk, len, round),
-            (false, _) => chunk,
-        };
         let block = if self.cfg.spread_small && len < round {
             func.tail_block(len, self.sms)
-        } else if rounds && self.cfg.even_rounds && len > round {
-            func.tail_block(chunk, self.sms)
         } else {
             func.block_for(len, self.sms)
+        };
+        let chunk = if self.cfg.round_chunks && self.cfg.chunk_items.is_none() {
+            round_chunk(chunk, len, round)
+        } else {
+            chunk
         };
         for i0 in (0..len).step_by(chunk) {
             let m = chunk.min(len - i0);
@@ -1476,44 +1379,21 @@ impl Engine {
                 slot.pin_out = Pinned::new(out_words)?;
                 slot.dev_out = DevBuf::new(out_words * 8)?;
             }
-            let s = slot.stream.cu_stream();
-            // Each part's copy starts as soon as it is staged (stage_parts).
-            let copy_in = |pin: &Pinned<u32>, dev: &DevBuf, words: Range<usize>| {
-                // SAFETY: pinned and device buffers hold in_words / out_words; the pinned
-                // buffers are not touched again until `done` has completed (harvest syncs on
-                // it first).
-                unsafe {
-                    result::memcpy_htod_async(
-                        dev.ptr + (words.start * 4) as u64,
-                        &pin.as_slice()[words],
-                        s,
-                    )
-                }
-                .map_err(|e| device_err("copy in", e))
-            };
             match work {
-                Work::Records(batch, _) | Work::Ecdsa(batch) if !k.row_major => {
-                    for (rows, words) in stage_parts(&k, mp, self.cfg.stage_parts) {
-                        let parallel = self.cfg.parallel_stage_from;
-                        let dst = slot.pin_in.as_mut_slice();
-                        stage_columns(batch, &k, i0, m, mp, rows, parallel, dst);
-                        copy_in(&slot.pin_in, &slot.dev_in, words)?;
-                    }
+                Work::Records(batch, _) | Work::Ecdsa(batch) => {
+                    stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice())
                 }
-                _ => {
-                    match work {
-                        Work::Records(batch, _) | Work::Ecdsa(batch) => {
-                            stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice())
-                        }
-                        Work::Signed(batch, _) => {
-                            batch.stage(i0, m, mp, slot.pin_in.as_mut_slice())
-                        }
-                        Work::Recover(_, items) => {
-                            stage_recover(&items[i0..i0 + m], mp, slot.pin_in.as_mut_slice())
-                        }
-                    }
-                    copy_in(&slot.pin_in, &slot.dev_in, 0..in_words)?;
+                Work::Signed(batch, _) => batch.stage(i0, m, mp, slot.pin_in.as_mut_slice()),
+                Work::Recover(_, items) => {
+                    stage_recover(&items[i0..i0 + m], mp, slot.pin_in.as_mut_slice())
                 }
+            }
+            let s = slot.stream.cu_stream();
+            // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers are not
+            // touched again until `done` has completed (harvest syncs on it first).
+            unsafe {
+                result::memcpy_htod_async(slot.dev_in.ptr, &slot.pin_in.as_slice()[..in_words], s)
+                    .map_err(|e| device_err("copy in", e))?;
             }
             if let Some((mb, sm3)) = work.hashing() {
                 let msg_words = crate::messages::chunk_words(mb, i0, m, mp);
@@ -2045,51 +1925,6 @@ mod tests {
     }
 
     #[test]
-    fn staging_in_parts_writes_what_staging_whole_does() {
-        // Random words (not the batch() helper's mostly-zero ones), staged whole and in 1 to 6
-        // parts, serially and by all cores: every word equal, the parts' word ranges tiling the
-        // chunk in order.
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut b = Batch::with_capacity(Algorithm::Sm2, false, 300);
-        for _ in 0..300 {
-            let mut it = PreparedItem::default();
-            for f in [&mut it.e, &mut it.r, &mut it.s, &mut it.px, &mut it.py] {
-                for byte in f.iter_mut() {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    *byte = rng as u8;
-                }
-            }
-            b.push(&it);
-        }
-        let (i0, m) = (64usize, 200usize);
-        let mp = m.next_multiple_of(64);
-        for compress in [false, true] {
-            let k = KernelConfig {
-                compress,
-                row_major: false,
-                ..KernelConfig::default_fast()
-            };
-            let mut whole = vec![0xdead_beefu32; chunk_words(&k, mp)];
-            stage(&b, &k, i0, m, mp, &mut whole);
-            for parts in 1..=6 {
-                for parallel_from in [0, usize::MAX] {
-                    let mut dst = vec![0xdead_beefu32; chunk_words(&k, mp)];
-                    let mut next = 0;
-                    for (rows, words) in stage_parts(&k, mp, parts) {
-                        assert_eq!(words.start, next, "parts {parts}: a gap or an overlap");
-                        next = words.end;
-                        stage_columns(&b, &k, i0, m, mp, rows, parallel_from, &mut dst);
-                    }
-                    assert_eq!(next, chunk_words(&k, mp), "parts {parts}: words left out");
-                    assert_eq!(dst, whole, "compress {compress}, parts {parts}");
-                }
-            }
-        }
-    }
-
-    #[test]
     fn recovery_staging_places_every_word() {
         let items: Vec<RecoverItem> = (0..70u8)
             .map(|i| {
@@ -2178,13 +2013,6 @@ mod tests {
         assert_eq!(round_chunk(4096, 32_768, round), 4096);
         assert_eq!(round_chunk(4096, 32_768, 0), 4096);
         assert_eq!(round_chunk(4096, 1 << 20, 132 * 500), 65_984); // down to a multiple of 64
-                                                                   // Equal rounds: 172032 in three of 57344, 2^20 in sixteen of 65536; one round or less
-                                                                   // as round_chunk.
-        assert_eq!(even_round_chunk(21_504, 172_032, round), 57_344);
-        assert_eq!(even_round_chunk(21_504, 1 << 20, round), 65_536);
-        assert_eq!(even_round_chunk(21_504, round, round), round);
-        assert_eq!(even_round_chunk(4096, 32_768, round), 4096);
-        assert_eq!(even_round_chunk(4096, 150_001, round), 50_048);
     }
 
     #[test]
