@@ -238,7 +238,14 @@ CS_FN void window_walk(jpt& acc, const fe& k, const apt tbl[CS_WINDOW_ENTRIES],
 #pragma unroll 1
   for (int i = CS_WINDOW_DIGITS - 1; i >= 0; i--) {
     const u32 digit = fe_bits(k, i * CS_WINDOW_BITS, CS_WINDOW_BITS);
+    // CS_ROLL_DOUBLINGS (an ablation, not yet timed): the doublings as a loop, so that the walk's
+    // body holds one doubling's instructions instead of W (the inlined kernel's body is about
+    // 14,300 instructions, 228 KB, with four).
+#if defined(CS_ROLL_DOUBLINGS)
+#pragma unroll 1
+#else
 #pragma unroll
+#endif
     for (int d = 0; d < CS_WINDOW_BITS; d++) {
       if (MODIFIED)
         pt_dbl_w(acc, w);
