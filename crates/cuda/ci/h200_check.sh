@@ -22,6 +22,9 @@
 #            block size, streams; the ECDSA kernels' block size), through CHAINSIG_CUDA_CONFIG;
 #   regs     chainsig bench at 120, 112, 104 and 96 registers, each in blocks meant to fill an
 #            SM, against the 128-register default (16 warps);
+#   roll     chainsig bench of the default against -DCS_ROLL_DOUBLINGS (the walk's doublings as a
+#            loop, half the inlined kernel's loop body), SM2 and ECDSA, alternating (NVRTC
+#            compiles the variant's modules on the machine unless the cache holds them);
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
 #            CS_JAC_WINDOW through CHAINSIG_NVRTC_DEFINES); 128 registers with 256-thread blocks
@@ -152,6 +155,16 @@ part_regs() {
   tune ecdsa_default "" p256,secp256k1 172032,1048576
   tune ecdsa_r112_b576 '{"kernel":{"max_registers":112},"block_size":576}' p256,secp256k1 172032,1048576
   tune default_again "" sm2 $big
+}
+part_roll() {
+  local sizes=1024,4096,65536,131072,172032,262144,1048576
+  local run
+  for run in 1 2; do
+    bench_with roll "default_$run" "" sm2,p256,secp256k1 $sizes
+    echo "== roll rolled_$run" | tee -a "$L"
+    CHAINSIG_NVRTC_DEFINES=-DCS_ROLL_DOUBLINGS timeout 200 $B bench --alg sm2,p256,secp256k1 \
+      --backend cuda --repeats 9 --sizes $sizes 2>&1 | tee -a "$L"
+  done
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do
   echo "== $part ($(date -u +%T))" | tee -a "$L"
