@@ -189,7 +189,8 @@ CS_FN void mul_separate(jpt& R, const fe& s, const fe& t, const apt& P, const u3
 // from a table of 16 (179 products), four take 64 and 256 from a table of 8 (91): about 100
 // products fewer a verification. Measured on an H100 (2026-12-06): the lane kernels gain 3-4% at
 // 1024-4096 signatures, but the one-thread kernels at full occupancy lose 45% (2^20: 96 against
-// 52 ms), their 1 KB table a thread (1.7 KB of stack) pushing the local memory out of L1.
+// 52 ms): a 1 KB table a thread (1.7 KB of stack) and a longer loop body; which of the two costs
+// it was not measured (BENCHMARKS.md, 2026-12-06).
 #ifndef CS_WINDOW_BITS
 #if CS_LANES > 1
 #define CS_WINDOW_BITS 5
