@@ -95,9 +95,7 @@ part_tuning() {
   local all=1024,4096,8192,65536,131072,172032,262144,1048576
   local r='"kernel":{"max_registers":128},"block_size":256'
   tune() {  # label defines config algs sizes
-    echo "== tuning $1 [$2] [$3]" | tee -a "$L"
-    CHAINSIG_NVRTC_DEFINES="$2" CHAINSIG_CUDA_CONFIG="$3" timeout 60 $B bench --alg "$4" \
-      --backend cuda --repeats 9 --sizes "$5" 2>&1 | tee -a "$L"
+    CHAINSIG_NVRTC_DEFINES="$2" bench_with tuning "$1" "$3" "$4" "$5"
   }
   tune default "" "" sm2 $all
   tune quad_plain -DCS_QUAD_PLAIN '{"quads_below":4096}' sm2 1024,2048,4096
@@ -115,11 +113,12 @@ part_tuning() {
   tune default_again "" "" sm2 $all
 }
 # chainsig bench under a CHAINSIG_CUDA_CONFIG override, every verdict checked, logged under the
-# part's name: bench_with PART LABEL CONFIG ALGS SIZES.
+# part's name: bench_with PART LABEL CONFIG ALGS SIZES. CHAINSIG_NVRTC_DEFINES, where set, is
+# logged too; BENCH_TIMEOUT (default 90 s) leaves room for NVRTC to compile a variant's modules.
 bench_with() {
-  echo "== $1 $2 [$3]" | tee -a "$L"
-  CHAINSIG_CUDA_CONFIG="$3" timeout 90 $B bench --alg "$4" --backend cuda --repeats 9 \
-    --sizes "$5" 2>&1 | tee -a "$L"
+  echo "== $1 $2 [$3]${CHAINSIG_NVRTC_DEFINES:+ defines [$CHAINSIG_NVRTC_DEFINES]}" | tee -a "$L"
+  CHAINSIG_CUDA_CONFIG="$3" timeout "${BENCH_TIMEOUT:-90}" $B bench --alg "$4" --backend cuda \
+    --repeats 9 --sizes "$5" 2>&1 | tee -a "$L"
 }
 part_neighbours() {
   # The default's neighbours: the compact kernel's bound, the main block size, the stream count,
@@ -134,9 +133,8 @@ part_neighbours() {
     sm2 131072,172032,1048576
   tune streams_4 '{"streams":4}' sm2 131072,172032,1048576
   # 7777206's quads: the Jacobian window and the plain quad walk together (each alone was slower).
-  echo "== neighbours quads_7777206" | tee -a "$L"
-  CHAINSIG_NVRTC_DEFINES="-DCS_JAC_WINDOW -DCS_QUAD_PLAIN" CHAINSIG_CUDA_CONFIG='{"quads_below":4096}' \
-    timeout 60 $B bench --alg sm2 --backend cuda --repeats 9 --sizes 1024,2048,4096 2>&1 | tee -a "$L"
+  CHAINSIG_NVRTC_DEFINES="-DCS_JAC_WINDOW -DCS_QUAD_PLAIN" \
+    tune quads_7777206 '{"quads_below":4096}' sm2 1024,2048,4096
   # (the ECDSA default is timed by part ecdsa)
   tune ecdsa_block_256 '{"block_size":256}' p256,secp256k1 1024,4096,172032,1048576
 }
@@ -161,9 +159,8 @@ part_roll() {
   local run
   for run in 1 2; do
     bench_with roll "default_$run" "" sm2,p256,secp256k1 $sizes
-    echo "== roll rolled_$run" | tee -a "$L"
-    CHAINSIG_NVRTC_DEFINES=-DCS_ROLL_DOUBLINGS timeout 200 $B bench --alg sm2,p256,secp256k1 \
-      --backend cuda --repeats 9 --sizes $sizes 2>&1 | tee -a "$L"
+    CHAINSIG_NVRTC_DEFINES=-DCS_ROLL_DOUBLINGS BENCH_TIMEOUT=200 \
+      bench_with roll "rolled_$run" "" sm2,p256,secp256k1 $sizes
   done
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do
