@@ -9,8 +9,9 @@
 //! verification's loops. The ECDSA modules of P-256 and secp256k1 follow, their rows prefixed with
 //! the curve: their kernels, the same micro kernels on their arithmetic, and the scalar product.
 //!
-//! Usage: kernel_census [DIR]   (writes DIR/census*.cubin and DIR/kernel_census.csv; DIR defaults
-//! to $OUT or ./out). Needs libnvrtc; cuobjdump from $CUOBJDUMP or PATH (the CUDA toolkit, or the
+//! Usage: kernel_census [--micro] [DIR]   (writes DIR/census*.cubin and DIR/kernel_census.csv; DIR
+//! defaults to $OUT or ./out). `--micro` compiles the micro kernels' common path alone, without the
+//! verification kernels: a minute instead of several, for weighing a change to the arithmetic. Needs libnvrtc; cuobjdump from $CUOBJDUMP or PATH (the CUDA toolkit, or the
 //! `nvidia-cuda-cuobjdump` wheel).
 
 use chainsig_cuda::kernel::{self, KernelConfig};
@@ -87,8 +88,12 @@ fn disassemble(tool: &str, cubin: &str) -> String {
 }
 
 fn main() {
-    let dir = std::env::args()
-        .nth(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let micro = args.iter().any(|a| a == "--micro");
+    let dir = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .cloned()
         .or_else(|| std::env::var("OUT").ok())
         .unwrap_or_else(|| "out".into());
     std::fs::create_dir_all(&dir).expect("create the output folder");
@@ -100,7 +105,15 @@ fn main() {
     let default = KernelConfig::default_fast();
     let mut counts = BTreeMap::new();
     for (i, cfg) in [default, default.compacted(), default].iter().enumerate() {
-        let mut src = kernel::source(&chainsig_core::curve::SM2, &[*cfg]).expect("kernel source");
+        if micro && i != 2 {
+            continue;
+        }
+        let kernels: &[KernelConfig] = if micro {
+            &[]
+        } else {
+            std::slice::from_ref(cfg)
+        };
+        let mut src = kernel::source(&chainsig_core::curve::SM2, kernels).expect("kernel source");
         if i != 1 {
             src.push('\n');
             src.push_str(CENSUS);
@@ -143,7 +156,14 @@ fn main() {
     ] {
         let cfg = kernel::ecdsa_config(KernelConfig::default_fast().max_registers);
         for common in [false, true] {
-            let mut src = kernel::ecdsa_source(&curve).expect("ECDSA kernel source");
+            if micro && !common {
+                continue;
+            }
+            let mut src = if micro {
+                kernel::source(&curve, &[]).expect("kernel source")
+            } else {
+                kernel::ecdsa_source(&curve).expect("ECDSA kernel source")
+            };
             if common {
                 src = format!(
                     "#define CS_CENSUS_COMMON_PATH 1\n#define CS_CENSUS_ECDSA 1\n{src}\n{CENSUS}"

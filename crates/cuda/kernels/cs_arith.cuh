@@ -205,10 +205,12 @@ CS_FN fe fe_reduce_rare(fe r, u32 again) {
   return r;
 }
 
-// r + c 2^256 mod p for 0 <= r < 2^256 and 0 <= c <= CS_TOP_CARRY_MAX: c (2^256 - p) added by
-// the generated fold, then the rare corrections.
+// r + c 2^256 mod p for 0 <= r < 2^256 and 0 <= c <= CS_TOP_CARRY_MAX: the words of c (2^256 - p)
+// (generated, mostly constants) added in one carry chain, then the rare corrections.
 CS_FN void fe_fold_carry(fe& r, u32 c) {
-  u32 again = curve_fold_top(c, r.v);
+  fe ck;
+  curve_k_times(c, ck.v);
+  u32 again = u256_add(r.v, r.v, ck.v);
 #ifdef CS_CENSUS_COMMON_PATH  // examples/kernel_census: the test and branch, without the body
   if (again != 0 || r.v[7] >= curve_p(7)) __trap();
 #elif defined(CS_RARE_ALWAYS)  // ablation: the corrections on every product, without a branch
