@@ -25,6 +25,7 @@
 #   roll     chainsig bench of the default against -DCS_ROLL_DOUBLINGS (the walk's doublings as a
 #            loop, half the inlined kernel's loop body), SM2 and ECDSA, alternating (NVRTC
 #            compiles the variant's modules on the machine unless the cache holds them);
+#   again    chainsig bench of the SM2 default at the headline sizes, 2^21 included;
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
 #            CS_JAC_WINDOW through CHAINSIG_NVRTC_DEFINES); 128 registers with 256-thread blocks
@@ -162,6 +163,10 @@ part_roll() {
     CHAINSIG_NVRTC_DEFINES=-DCS_ROLL_DOUBLINGS BENCH_TIMEOUT=200 \
       bench_with roll "rolled_$run" "" sm2,p256,secp256k1 $sizes
   done
+}
+part_again() {
+  # The headline sizes once more (medians of 9), 2^21 included: the best rate's batch.
+  bench_with again default "" sm2 1024,4096,8192,16384,172032,1048576,2097152
 }
 for part in ${*:-ecdsa sm2 chunks pairs signers}; do
   echo "== $part ($(date -u +%T))" | tee -a "$L"
