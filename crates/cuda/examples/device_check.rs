@@ -379,6 +379,7 @@ fn messages_check(count: usize, seed: u64, out: &std::path::Path) {
         pair: false,
         split: false,
         quad: false,
+        rolled: false,
     };
     let paper = KernelConfig {
         mode: Mode::Paper,

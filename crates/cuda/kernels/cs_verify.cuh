@@ -239,9 +239,9 @@ CS_FN void window_walk(jpt& acc, const fe& k, const apt tbl[CS_WINDOW_ENTRIES],
 #pragma unroll 1
   for (int i = CS_WINDOW_DIGITS - 1; i >= 0; i--) {
     const u32 digit = fe_bits(k, i * CS_WINDOW_BITS, CS_WINDOW_BITS);
-    // CS_ROLL_DOUBLINGS (an ablation, not yet timed): the doublings as a loop, so that the walk's
-    // body holds one doubling's instructions instead of W (the inlined kernel's body is about
-    // 14,300 instructions, 228 KB, with four).
+    // CS_ROLL_DOUBLINGS (KernelConfig::rolled, the ECDSA default): the doublings as a loop, so
+    // the walk's body holds one doubling's instructions instead of W (the inlined kernel's body
+    // is about 14,300 instructions, 228 KB, with four).
 #if defined(CS_ROLL_DOUBLINGS)
 #pragma unroll 1
 #else

@@ -1892,6 +1892,7 @@ mod tests {
                     pair: false,
                     split: false,
                     quad: false,
+                    rolled: false,
                 };
                 let mut dst = vec![0xdead_beefu32; chunk_words(&k, mp)];
                 stage(&b, &k, i0, m, mp, &mut dst);

@@ -68,6 +68,13 @@ pub struct KernelConfig {
     /// stay pairs): four threads per signature, eight with `split`.
     #[serde(default)]
     pub quad: bool,
+    /// The window walk's doublings as a loop (`CS_ROLL_DOUBLINGS`): its body then holds one
+    /// doubling instead of one for each bit of the window, which a warp fetches in less time when
+    /// few warps share an SM. The ECDSA modules' default (H100, 2026-12-06: P-256 at 1024
+    /// signatures 1.31 ms against 2.47, at 2²⁰ 55.1 against 55.6 ms); the SM2 default kernel
+    /// was no faster with it (±1.5% by size, BENCHMARKS.md).
+    #[serde(default)]
+    pub rolled: bool,
 }
 
 /// The GPU's 256 × 256-bit product (an ablation switch; `EvenOdd` is the default).
@@ -104,7 +111,7 @@ impl KernelConfig {
             Product::EvenOdd => "",
         };
         format!(
-            "cs_verify_{mode}_{inv}_{}_{}{cap}{product}{}{}",
+            "cs_verify_{mode}_{inv}_{}_{}{cap}{product}{}{}{}",
             if self.compress { "ckey" } else { "fullkey" },
             if self.row_major { "rows" } else { "cols" },
             if self.compact && self.mode == Mode::Fast {
@@ -118,7 +125,8 @@ impl KernelConfig {
                 (true, false, true) => "_split",
                 (true, false, false) => "_pair",
                 _ => "",
-            }
+            },
+            if self.rolled { "_rolled" } else { "" }
         )
     }
 
@@ -161,6 +169,7 @@ impl KernelConfig {
                             pair: false,
                             split: false,
                             quad: false,
+                            rolled: false,
                         });
                     }
                 }
@@ -211,6 +220,7 @@ impl KernelConfig {
         KernelConfig {
             pair: true,
             quad: true,
+            rolled: false,
             ..self
         }
     }
@@ -264,6 +274,7 @@ impl KernelConfig {
             pair: false,
             split: false,
             quad: false,
+            rolled: false,
         }
     }
 }
@@ -272,10 +283,12 @@ impl KernelConfig {
     /// Bytes of spill stores or loads ptxas may report before the NVRTC gate fails: none for a
     /// kernel compiled without a register cap; for the capped fast kernels, the measured
     /// trade-off with a little headroom, so a change that spills more is caught. On sm_90 with
-    /// NVRTC 13.0: at 128 registers the inlined SM2 kernel stores 324 B and ECDSA recovery 328 B;
+    /// NVRTC 13.0: at 128 registers the inlined SM2 kernel stores 300 B and ECDSA recovery 364 B,
+    /// rolled (the ECDSA default) 400 B, which the H100 ran faster all the same (2026-12-06);
     /// above it, 80 B at 168 registers and 100 B of loads for compressed keys at 160.
     pub fn spill_budget(&self) -> u32 {
         match self.max_registers {
+            Some(cap) if self.mode == Mode::Fast && cap <= 128 && self.rolled => 448,
             Some(cap) if self.mode == Mode::Fast && cap <= 128 => 384,
             Some(_) if self.mode == Mode::Fast => 112,
             _ => 0,
@@ -327,10 +340,13 @@ pub fn ecdsa_source(curve: &CurveParams) -> Result<String, codegen::CodegenError
 
 /// The switches an ECDSA module is compiled with: the default SM2 kernel's (fast mode, one thread
 /// per signature, full keys), whose multiplications it shares, under the register cap the
-/// backend's SM2 kernel has (`max_registers`), so that one block size suits both.
+/// backend's SM2 kernel has (`max_registers`), so that one block size suits both, and with the
+/// walk's doublings rolled (see `rolled`): an ECDSA module has no lane kernels for small batches,
+/// so its one kernel also serves the sizes where fetch dominates.
 pub fn ecdsa_config(max_registers: Option<u32>) -> KernelConfig {
     KernelConfig {
         max_registers,
+        rolled: true,
         ..KernelConfig::default_fast()
     }
 }
@@ -582,6 +598,9 @@ pub fn config_options(cfg: &KernelConfig, arch: &str) -> Vec<String> {
     }
     if cfg.compact && cfg.mode == Mode::Fast {
         opts.push("-DCS_COMPACT=1".into());
+    }
+    if cfg.rolled {
+        opts.push("-DCS_ROLL_DOUBLINGS=1".into());
     }
     if cfg.pair {
         opts.push("-DCS_PAIR=1".into());

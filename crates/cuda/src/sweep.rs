@@ -73,6 +73,7 @@ fn cfg(
             pair: false,
             split: false,
             quad: false,
+            rolled: false,
         },
         streams,
         block_size: block,
