@@ -25,6 +25,8 @@
 #   roll     chainsig bench of the default against -DCS_ROLL_DOUBLINGS (the walk's doublings as a
 #            loop, half the inlined kernel's loop body), SM2 and ECDSA, alternating (NVRTC
 #            compiles the variant's modules on the machine unless the cache holds them);
+#   mid      chainsig bench of the SM2 default beside its size thresholds and launch settings
+#            (pairs_below, compact_below, block size, streams), no new modules;
 #   again    chainsig bench of the SM2 default at the headline sizes, 2^21 included;
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
@@ -163,6 +165,20 @@ part_roll() {
     CHAINSIG_NVRTC_DEFINES=-DCS_ROLL_DOUBLINGS BENCH_TIMEOUT=200 \
       bench_with roll "rolled_$run" "" sm2,p256,secp256k1 $sizes
   done
+}
+part_mid() {
+  # The size thresholds again after the cheaper reduction (5d7c568): where the lane pairs stop,
+  # where the compact kernel stops, the main block size and the stream count. No new modules.
+  tune() { bench_with mid "$@"; }
+  tune default "" sm2 8192,12288,16384,24576,32768,49152,65536,98304,131072,172032
+  tune pairs_below_32768 '{"pairs_below":32768}' sm2 16384,24576,32768
+  tune pairs_below_8192 '{"pairs_below":8192}' sm2 8192,12288,16384
+  tune compact_below_0 '{"compact_below":0}' sm2 32768,49152,65536,98304,131072
+  tune compact_below_196608 '{"compact_below":196608}' sm2 98304,131072,172032
+  tune block_256 '{"block_size":256}' sm2 131072,172032,1048576
+  tune streams_4 '{"streams":4}' sm2 65536,172032,1048576
+  tune streams_16 '{"streams":16}' sm2 65536,172032,1048576
+  tune default_again "" sm2 8192,16384,24576,32768,65536,131072,172032,1048576
 }
 part_again() {
   # The headline sizes once more (medians of 9), 2^21 included: the best rate's batch.
