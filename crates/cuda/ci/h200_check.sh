@@ -27,6 +27,7 @@
 #            compiles the variant's modules on the machine unless the cache holds them);
 #   mid      chainsig bench of the SM2 default beside its size thresholds and launch settings
 #            (pairs_below, compact_below, block size, streams), no new modules;
+#   streams  chainsig bench of the SM2 default with 8 streams against 4 and 6, alternating;
 #   again    chainsig bench of the SM2 default at the headline sizes, 2^21 included;
 #   tuning   chainsig bench for the candidate settings the last H100 runs left open, each with
 #            every verdict checked: the default; the lane kernels' window walks (CS_QUAD_PLAIN,
@@ -179,6 +180,16 @@ part_mid() {
   tune streams_4 '{"streams":4}' sm2 65536,172032,1048576
   tune streams_16 '{"streams":16}' sm2 65536,172032,1048576
   tune default_again "" sm2 8192,16384,24576,32768,65536,131072,172032,1048576
+}
+part_streams() {
+  # 8 streams (the default) against 4 and 6, alternating, three rounds: part mid's one run of 4
+  # streams took 3.72 ms at 65536 against 4.13-4.47 for the default.
+  local sizes=8192,16384,32768,65536,98304,131072,172032,1048576 run k
+  for run in 1 2 3; do
+    for k in 8 4 6; do
+      bench_with streams "streams_${k}_$run" "{\"streams\":$k}" sm2 $sizes
+    done
+  done
 }
 part_again() {
   # The headline sizes once more (medians of 9), 2^21 included: the best rate's batch.
