@@ -90,7 +90,11 @@ impl Default for CudaConfig {
     fn default() -> Self {
         CudaConfig {
             kernel: KernelConfig::default_fast(),
-            streams: 8,
+            // Four streams: a work under one round is cut into `streams` chunks, and 65536
+            // signatures took 3.74-3.78 ms in four against 4.24-4.37 in eight (H100, 2026-12-06,
+            // three alternating runs; 32768 2.19-2.35 against 2.31-2.37); the sizes cut into
+            // chunks of one round ran the same within 1% (172032: 9.16-9.17 against 9.06-9.24).
+            streams: 4,
             // At 128 registers, one block of 512 threads an SM measured best: 53.3 ms for 2^20
             // records and 10.7 ms for 172032, against 54.9 and 11.1 with two blocks of 256 and
             // 68 and 12.7 with blocks of 64 or 128 (H200, 2026-12-05, BENCHMARKS.md).
@@ -1972,12 +1976,16 @@ mod tests {
 
     #[test]
     fn small_batches_are_cut_into_fewer_chunks_unless_exact() {
-        let c = CudaConfig::default(); // 8 streams, chunks of at least 4096
+        let c = CudaConfig {
+            streams: 8,
+            ..CudaConfig::default()
+        }; // chunks of at least 4096
         assert_eq!(c.chunk_len(1000), 1024);
         assert_eq!(c.chunk_len(4096), 4096);
         assert_eq!(c.chunk_len(8192), 4096);
         assert_eq!(c.chunk_len(1 << 20), 1 << 17);
         assert_eq!(c.exact().chunk_len(4096), 512);
+        assert_eq!(CudaConfig::default().chunk_len(65536), 16384);
         let fixed = CudaConfig {
             chunk_items: Some(100),
             ..c
