@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plots end-to-end throughput and latency against batch size (the paper's Fig. 3) from a sweep CSV.
-Usage: plot_sweep.py results/h200_sweep.csv results/h200_fig3.png   (needs matplotlib)"""
+Usage: plot_sweep.py SWEEP.csv OUT.png [GPU]   (needs matplotlib; GPU names the card in the title,
+default "H200")"""
 import csv
 import sys
 
@@ -30,6 +31,8 @@ ax2.set_yscale("log")
 ax1.axhline(4.52, color="grey", lw=0.8, ls=":")
 ax1.text(1024, 4.62, "paper, RTX 3080: 4.52 M/s", fontsize=8, color="grey")
 ax1.legend(fontsize=7, ncol=2)
-fig.suptitle("SM2 batch verification on one H200 (chainsig-cuda, 1,048,576 fresh records)")
+gpu = sys.argv[3] if len(sys.argv) > 3 else "H200"
+fig.suptitle(f"SM2 batch verification on one {gpu} (chainsig-cuda, the paper's Fig. 3 kernels, "
+             "1,048,576 fresh records)")
 fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=110)
