@@ -11,7 +11,8 @@
 //!
 //! Usage: kernel_census [--micro] [DIR]   (writes DIR/census*.cubin and DIR/kernel_census.csv; DIR
 //! defaults to $OUT or ./out). `--micro` compiles the micro kernels' common path alone, without the
-//! verification kernels: a minute instead of several, for weighing a change to the arithmetic. Needs libnvrtc; cuobjdump from $CUOBJDUMP or PATH (the CUDA toolkit, or the
+//! verification kernels: seconds instead of minutes, for weighing a change to the arithmetic.
+//! Needs libnvrtc; cuobjdump from $CUOBJDUMP or PATH (the CUDA toolkit, or the
 //! `nvidia-cuda-cuobjdump` wheel).
 
 use chainsig_cuda::kernel::{self, KernelConfig};

@@ -346,20 +346,27 @@ pub fn column_sums(rows: &[[i64; 8]; 8]) -> [ColumnSum; 8] {
         }
         best
     });
-    let chain_cost = (0..8)
-        .find(|&k| mixed.iter().any(|c| c.suffix[k] != 0))
-        .map_or(0, |lowest| SUFFIX_LINK_COST * (7 - lowest));
-    let total = |cols: &[ColumnSum; 8]| cols.iter().map(cost_of).sum::<usize>();
-    if total(&mixed) + chain_cost < total(&direct) {
+    if total_cost(&mixed) < total_cost(&direct) {
         mixed
     } else {
         direct
     }
 }
 
+/// The lowest suffix sum any column uses: the chain u7, u6, … must reach it.
+fn lowest_suffix(columns: &[ColumnSum; 8]) -> Option<usize> {
+    (0..8).find(|&k| columns.iter().any(|c| c.suffix[k] != 0))
+}
+
 fn cost_of(c: &ColumnSum) -> usize {
     let suffix: usize = c.suffix.iter().map(|&d| suffix_cost(d)).sum();
     suffix + c.direct.iter().map(|&d| term_cost(d)).sum::<usize>()
+}
+
+/// Every column's terms and the chain of suffix sums they use.
+fn total_cost(columns: &[ColumnSum; 8]) -> usize {
+    let chain = lowest_suffix(columns).map_or(0, |lowest| SUFFIX_LINK_COST * (7 - lowest));
+    columns.iter().map(cost_of).sum::<usize>() + chain
 }
 
 /// Emits `acc += coef * (i64)src` skipping zero coefficients.
@@ -443,16 +450,16 @@ pub fn curve_header(c: &CurveParams) -> Result<String, CodegenError> {
         out,
         "CS_FN void curve_reduce_columns(const u32 t[16], i64 acc[8]) {{"
     );
-    if let Some(lowest) = (0..8).find(|&k| columns.iter().any(|c| c.suffix[k] != 0)) {
+    if let Some(lowest) = lowest_suffix(&columns) {
         let _ = writeln!(out, "  i64 u7 = (i64)t[15];");
         for k in (lowest..7).rev() {
             let _ = writeln!(out, "  i64 u{k} = u{} + (i64)t[{}];", k + 1, 8 + k);
         }
     }
     for (j, column) in columns.iter().enumerate() {
-        let _ = write!(out, "  acc[{j}] = (i64)t[{j}];");
+        let acc = format!("acc[{j}]");
+        let _ = write!(out, "  {acc} = (i64)t[{j}];");
         for k in 0..8 {
-            let acc = format!("acc[{j}]");
             emit_term(&mut out, &acc, column.suffix[k], &format!("u{k}"));
             emit_term(&mut out, &acc, column.direct[k], &format!("t[{}]", 8 + k));
         }
@@ -513,10 +520,11 @@ mod tests {
             let direct: usize = (0..8)
                 .map(|j| (0..8).map(|k| term_cost(plan.rows[k][j])).sum::<usize>())
                 .sum();
-            let chosen: usize = columns.iter().map(cost_of).sum();
+            let chosen = total_cost(&columns);
             assert!(chosen <= direct, "{}: {chosen} > {direct}", curve.name);
             if curve.name == "sm2" {
-                assert!(chosen + 7 < direct, "sm2: {chosen} + 7 ≥ {direct}");
+                assert!(lowest_suffix(&columns).is_some(), "sm2 takes no suffix sum");
+                assert!(chosen < direct, "sm2: {chosen} ≥ {direct}");
             }
         }
     }
