@@ -368,15 +368,16 @@ impl Work {
         }
     }
 
-    /// Checks one answer; `Err` says what is wrong with it.
+    /// Checks one answer (geth's `{raw, tx}` for a signature); `Err` says what is wrong with it.
     fn check(&self, index: u64, body: &[u8]) -> Result<(), String> {
         match self {
             Work::Sign { from } => {
-                let answer: Answer<String> = parse_answer(index, body)?;
+                let answer: Answer<SignedAnswer> = parse_answer(index, body)?;
                 let result = answer
                     .result
                     .ok_or_else(|| format!("request {index}: result: missing"))?;
                 let raw = result
+                    .raw
                     .strip_prefix("0x")
                     .ok_or_else(|| format!("request {index}: result: not a hex string"))?;
                 let bytes =
@@ -428,6 +429,12 @@ impl Work {
             }
         }
     }
+}
+
+/// The part of `eth_signTransaction`'s `{raw, tx}` the load test checks.
+#[derive(Deserialize)]
+struct SignedAnswer {
+    raw: String,
 }
 
 /// A JSON-RPC answer, typed: `id` as given (compared with the request's as a JSON value, so `3`
@@ -970,8 +977,10 @@ mod tests {
         let body: Value = serde_json::from_str(&work.body(64)).unwrap();
         let request = chainsig_eth::TxRequest::from_json(&body["params"][0]).unwrap();
         let raw = format!("0x{}", hex::encode(request.sign(&key).unwrap().raw));
-        let answer = |id: u64, result: &str| {
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#).into_bytes()
+        // geth's {raw, tx}: the check reads `raw`.
+        let answer = |id: u64, raw: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"raw":{raw},"tx":{{}}}}}}"#)
+                .into_bytes()
         };
         // 64 is a fully checked index: decoded and its sender recovered.
         assert!(work.check(64, &answer(64, &format!("\"{raw}\""))).is_ok());
@@ -995,7 +1004,7 @@ mod tests {
             .unwrap_err()
             .contains("not a signed EIP-1559"));
         assert!(work
-            .check(64, &answer(64, "null"))
+            .check(64, br#"{"jsonrpc":"2.0","id":64,"result":null}"#)
             .unwrap_err()
             .contains("missing"));
         assert!(work

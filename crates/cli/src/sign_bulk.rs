@@ -35,7 +35,7 @@ pub struct SignBulkArgs {
     /// File holding the BIP-39 mnemonic (English); its wallets m/44'/60'/0'/0/i sign.
     #[arg(long)]
     mnemonic_file: PathBuf,
-    /// File holding the BIP-39 passphrase (default: none).
+    /// File holding the BIP-39 passphrase (default: none; one trailing newline is ignored).
     #[arg(long)]
     passphrase_file: Option<PathBuf>,
     /// Number of wallets W (indices 0 to W − 1); a record's `from` picks one, and may be absent
@@ -93,8 +93,13 @@ pub fn run(args: SignBulkArgs) -> anyhow::Result<ExitCode> {
         check_filler_chain(args.chain_id.expect("clap requires --chain-id"))?;
     }
     let phrase = read_secret_text(&args.mnemonic_file, "mnemonic-file")?;
+    // One trailing newline ends the file, not the passphrase (as for password files).
     let passphrase = match &args.passphrase_file {
-        Some(p) => read_secret_text(p, "passphrase-file")?,
+        Some(p) => {
+            let text = read_secret_text(p, "passphrase-file")?;
+            let kept = text.strip_suffix('\n').unwrap_or(&text);
+            Zeroizing::new(kept.strip_suffix('\r').unwrap_or(kept).to_owned())
+        }
         None => Zeroizing::new(String::new()),
     };
     let wallet = EthWallet::from_mnemonic(&phrase, &passphrase)?;

@@ -209,6 +209,7 @@ fn sign_bulk(dir: &TempDir, tx_type: &str, threads: &str, out: &str) -> Vec<Valu
         .args([
             "eth",
             "sign-bulk",
+            "--random",
             "--wallets",
             "3",
             "--count",
@@ -246,8 +247,8 @@ fn sign_bulk_round_robin_and_decodable() {
         "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
     ];
     for (tx_type, first_byte) in [("1559", Some(2u8)), ("2930", Some(1)), ("legacy", None)] {
-        let one = sign_bulk(&dir, tx_type, "1", "one.jsonl");
-        let two = sign_bulk(&dir, tx_type, "2", "two.jsonl");
+        let one = sign_bulk(&dir, tx_type, "1", &format!("one-{tx_type}.jsonl"));
+        let two = sign_bulk(&dir, tx_type, "2", &format!("two-{tx_type}.jsonl"));
         assert_eq!(one, two, "output must not depend on the thread count");
         assert_eq!(one.len(), 4100);
         for (k, line) in one.iter().enumerate() {
@@ -289,4 +290,167 @@ fn decode_prints_fields_and_sender() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("tx"));
+}
+
+const MNEMONIC: &str = "test test test test test test test test test test test junk\n";
+const WALLET_0: &str = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+const WALLET_1: &str = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+
+#[test]
+fn sign_bulk_signs_the_users_lines_with_nonces_per_sender() {
+    let dir = TempDir::new("bulk-user");
+    let mnemonic = dir.file("mnemonic", MNEMONIC);
+    let tx = |from: &str, extra: &str| {
+        format!(
+            r#"{{"from":"{from}","to":"0x3535353535353535353535353535353535353535","gas":21000,"maxFeePerGas":"0x64","maxPriorityFeePerGas":"0x1","value":"0x1"{extra}}}"#
+        )
+    };
+    let lines = [
+        tx(WALLET_0, ""),
+        tx(WALLET_1, ""),
+        tx(WALLET_0, r#","value":"1000000000000000000""#),
+        tx(WALLET_0, r#","chainId":"0x1""#),
+        tx(WALLET_0, ""),
+        tx(WALLET_1, r#","nonce":9"#),
+        tx(WALLET_1, ""),
+    ];
+    let input = dir.file("in.jsonl", &(lines.join("\n") + "\n"));
+    let out = dir.path("out.jsonl");
+    let run = |out: &Path, fail_on_invalid: bool| {
+        let mut command = chainsig();
+        command
+            .args(["eth", "sign-bulk", "--wallets", "2", "--chain-id", "5"])
+            .args(["--first-nonce", "3", "--mnemonic-file"])
+            .arg(&mnemonic)
+            .arg("--out")
+            .arg(out)
+            .arg(&input);
+        if fail_on_invalid {
+            command.arg("--fail-on-invalid");
+        }
+        command.output().unwrap()
+    };
+    let output = run(&out, false);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answers: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 7);
+    let nonces: Vec<Value> = answers.iter().map(|a| a["nonce"].clone()).collect();
+    // Refused records (a decimal-string value, another chain) take no nonce.
+    assert_eq!(
+        nonces,
+        [
+            3.into(),
+            3.into(),
+            Value::Null,
+            Value::Null,
+            4.into(),
+            9.into(),
+            10.into()
+        ]
+    );
+    assert!(answers[2]["error"].as_str().unwrap().starts_with("value: "));
+    assert!(answers[3]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("chainId: "));
+    for (i, answer) in answers.iter().enumerate() {
+        assert_eq!(answer["line"], i + 1);
+        if let Some(raw) = answer["raw"].as_str() {
+            let decoded = chainsig_eth::decode_raw(&hex::decode(&raw[2..]).unwrap()).unwrap();
+            assert_eq!(
+                decoded.from.to_checksum(None),
+                answer["from"].as_str().unwrap()
+            );
+            assert_eq!(decoded.to_json()["chainId"], "0x5");
+        }
+    }
+    // The output is never written over, and --fail-on-invalid reports the refused records.
+    assert_eq!(run(&out, false).status.code(), Some(2));
+    assert_eq!(run(&dir.path("again.jsonl"), true).status.code(), Some(1));
+}
+
+#[test]
+fn random_filler_refuses_public_chains() {
+    let dir = TempDir::new("bulk-random");
+    let mnemonic = dir.file("mnemonic", MNEMONIC);
+    for chain in ["1", "137", "8453"] {
+        let output = chainsig()
+            .args([
+                "eth",
+                "sign-bulk",
+                "--random",
+                "--count",
+                "10",
+                "--chain-id",
+                chain,
+            ])
+            .arg("--mnemonic-file")
+            .arg(&mnemonic)
+            .arg("--out")
+            .arg(dir.path(&format!("out-{chain}.jsonl")))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "chain {chain}");
+        assert!(String::from_utf8_lossy(&output.stderr).contains("public network"));
+        assert!(!dir.path(&format!("out-{chain}.jsonl")).exists());
+    }
+}
+
+#[test]
+fn eth_sign_applies_the_chain_and_streams_each_answer() {
+    let dir = TempDir::new("sign-chain");
+    let key = dir.file("key.hex", KEY_46);
+    let no_chain = r#"{"nonce":"0x9","gasPrice":"0x4a817c800","gas":"0x5208","to":"0x3535353535353535353535353535353535353535","value":"0xde0b6b3a7640000"}"#;
+    let decimal = r#"{"chainId":1,"nonce":"9","gasPrice":"0x4a817c800","gas":"0x5208"}"#;
+    let input = format!("{no_chain}\n{decimal}\n");
+    // Without a chain: refused, and --fail-on-invalid exits 1.
+    let mut command = sign_command(&key);
+    command.arg("--fail-on-invalid");
+    let refused = run_with_stdin(command, &input);
+    assert_eq!(refused.status.code(), Some(1));
+    let lines = json_lines(&refused);
+    assert!(lines[0]["error"].as_str().unwrap().starts_with("chainId: "));
+    assert!(
+        lines[1]["error"].as_str().unwrap().contains("0x9"),
+        "{}",
+        lines[1]
+    );
+    // --chain-id 1 makes the EIP-155 example, byte for byte.
+    let mut command = sign_command(&key);
+    command.args(["--chain-id", "1"]);
+    let signed = run_with_stdin(command, &input);
+    assert!(signed.status.success());
+    assert_eq!(json_lines(&signed)[0]["raw"], EIP155_RAW);
+
+    // Streaming: an answer comes back while standard input is still open.
+    let mut child = sign_command(&key)
+        .args(["--chain-id", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{EIP155_TX}").unwrap();
+    stdin.flush().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+        sender.send(line).unwrap();
+    });
+    let line = receiver
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("an answer before the input ends");
+    assert!(line.contains(EIP155_RAW));
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }

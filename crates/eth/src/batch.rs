@@ -5,7 +5,8 @@
 //! A batch goes through three passes: the requests are parsed in parallel; nonces are then
 //! assigned in input order (the only sequential step: each sender's next nonce depends on the
 //! records before it); the signatures are made in parallel. A bad record gets its error and
-//! takes no nonce; the rest of the batch goes on.
+//! takes no nonce (a gap would hold back every later transaction of its sender); the rest of the
+//! batch goes on.
 
 use std::collections::HashMap;
 
@@ -84,6 +85,10 @@ pub fn sign_batch(
                 nonce_given,
             } = line?;
             let sender = signer.sender(request.from)?;
+            // Every check that can refuse the record runs before it takes a nonce, so a refused
+            // record leaves no gap in its sender's sequence.
+            signer.policy().apply(&mut request)?;
+            request.to_typed()?;
             let given = nonce_given.then_some(request.nonce);
             request.nonce = nonces.take(sender, given)?;
             request.from = Some(sender);
@@ -124,8 +129,13 @@ mod tests {
     fn nonces_count_per_sender_in_input_order_and_bad_lines_take_none() {
         let (signer, a, b) = signer();
         let mut book = NonceBook::starting_at(7);
+        let other_chain = String::from_utf8(line(a, None))
+            .unwrap()
+            .replacen('{', "{\"chainId\":\"0x6\",", 1)
+            .into_bytes();
         let input = [
             line(a, None),
+            other_chain,
             line(b, None),
             String::from_utf8(line(a, None))
                 .unwrap()
@@ -150,11 +160,21 @@ mod tests {
             .collect();
         assert_eq!(
             nonces,
-            vec![Some(7), Some(7), None, Some(8), Some(20), Some(21), Some(8)]
+            vec![
+                Some(7),
+                None,
+                Some(7),
+                None,
+                Some(8),
+                Some(20),
+                Some(21),
+                Some(8)
+            ]
         );
-        assert_eq!(signed[2].as_ref().unwrap_err().field_name(), "nonce");
-        assert_eq!(nonce_of(1).from, b);
-        assert_eq!(nonce_of(1).envelope.chain_id(), Some(5));
+        assert_eq!(signed[1].as_ref().unwrap_err().field_name(), "chainId");
+        assert_eq!(signed[3].as_ref().unwrap_err().field_name(), "nonce");
+        assert_eq!(nonce_of(2).from, b);
+        assert_eq!(nonce_of(2).envelope.chain_id(), Some(5));
         // The book carries over to the next batch.
         let more = sign_batch(&signer, vec![parse_line(&line(a, None))], &mut book);
         let tx = crate::decode_raw(&more[0].as_ref().unwrap().raw).unwrap();

@@ -80,7 +80,8 @@ pub fn check_filler_chain(chain_id: u64) -> Result<(), EthError> {
         Some((_, name)) => Err(EthError::field(
             "chain-id",
             format!(
-                "{chain_id} is {name}: random transactions are never signed for a public                  network (they would send real funds to random addresses); use a test chain id"
+                "{chain_id} is {name}: random transactions are never signed for a public \
+                 network (they would send real funds to random addresses); use a test chain id"
             ),
         )),
         None => Ok(()),

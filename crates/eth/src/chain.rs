@@ -1,8 +1,8 @@
 //! Chain ids and replay protection: which chain a transaction is signed for.
 //!
 //! A signature without a chain id (a pre-EIP-155 legacy transaction, v = 27/28) is valid on every
-//! chain that shares the sender's nonce; so is a typed transaction or an EIP-7702 authorization
-//! with chain id 0 (EIP-7702: "chain_id 0 is valid on any chain"). Signing one can lose funds on a
+//! chain that shares the sender's nonce; so is a typed transaction with chain id 0, or an EIP-7702
+//! authorization this signer signs for chain id 0 (EIP-7702 makes those valid on every chain). Signing one can lose funds on a
 //! chain the caller never meant, so [`ChainPolicy`] refuses them unless the caller opts in, as
 //! geth's `--rpc.allow-unprotected-txs` does.
 
@@ -51,16 +51,9 @@ impl ChainPolicy {
         if request.chain_id == Some(0) {
             self.check_unprotected("chainId", "chain id 0")?;
         }
-        if let Some(list) = &request.authorization_list {
-            for (i, auth) in list.iter().enumerate() {
-                if auth.chain_id.is_zero() {
-                    self.check_unprotected(
-                        &format!("authorizationList[{i}].chainId"),
-                        "an authorization for chain id 0 (valid on every chain)",
-                    )?;
-                }
-            }
-        }
+        // The authorizations a type-4 transaction carries were signed by their authorities,
+        // not by this signer: their chain ids are theirs to choose, and a relayer passes them on.
+        // What this signer signs itself is checked in `authorization::sign`.
         Ok(())
     }
 

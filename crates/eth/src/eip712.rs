@@ -15,10 +15,21 @@ use crate::EthError;
 
 /// Reads typed data given as a JSON object or as its JSON text (ethers and viem send the text,
 /// web3.py the object); errors name `field`.
+///
+/// Integers are exact at any size: web3.py writes a uint256 as a JSON number, ethers and viem as
+/// decimal text. alloy reads numbers only up to 64 bits, so a wider JSON integer is handed to it
+/// as its decimal text (kept exact by serde_json's `arbitrary_precision`), which alloy reads
+/// exactly and checks against the field's type.
 pub fn parse(value: &Value, field: &str) -> Result<TypedData, EthError> {
-    let parsed = match value {
-        Value::String(text) => serde_json::from_str::<TypedData>(text),
-        Value::Object(_) => serde_json::from_value::<TypedData>(value.clone()),
+    let not_json = |e: serde_json::Error| {
+        EthError::field(
+            field.to_owned(),
+            format!("not EIP-712 typed data: {}", quoted(&e.to_string())),
+        )
+    };
+    let mut value = match value {
+        Value::String(text) => serde_json::from_str::<Value>(text).map_err(not_json)?,
+        Value::Object(_) => value.clone(),
         _ => {
             return Err(EthError::field(
                 field.to_owned(),
@@ -26,12 +37,29 @@ pub fn parse(value: &Value, field: &str) -> Result<TypedData, EthError> {
             ))
         }
     };
-    parsed.map_err(|e| {
+    wide_integers_as_text(&mut value);
+    serde_json::from_value::<TypedData>(value).map_err(|e| {
         EthError::field(
             field.to_owned(),
             format!("not EIP-712 typed data: {}", quoted(&e.to_string())),
         )
     })
+}
+
+/// Replaces every JSON integer outside the 64-bit range with its decimal text.
+fn wide_integers_as_text(value: &mut Value) {
+    match value {
+        Value::Number(number) if number.as_u64().is_none() && number.as_i64().is_none() => {
+            let text = number.to_string();
+            let digits = text.strip_prefix('-').unwrap_or(&text);
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                *value = Value::String(text);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(wide_integers_as_text),
+        Value::Object(fields) => fields.values_mut().for_each(wide_integers_as_text),
+        _ => {}
+    }
 }
 
 /// The hash an EIP-712 signature signs.
@@ -89,6 +117,36 @@ mod tests {
         let text = Value::String(mail.to_string());
         let from_text = signing_hash(&parse(&text, "params[1]").unwrap(), "params[1]").unwrap();
         assert_eq!(from_object, from_text);
+    }
+
+    /// A uint256 above 2^128 and an int256 below −2^128 as JSON numbers hash as their decimal text.
+    #[test]
+    fn wide_json_integers_are_exact() {
+        let typed = |amount: &str, delta: &str| -> Value {
+            serde_json::from_str(&format!(
+                r#"{{"types": {{"EIP712Domain": [{{"name": "chainId", "type": "uint256"}}],
+                    "Pay": [{{"name": "amount", "type": "uint256"}}, {{"name": "delta", "type": "int256"}}]}},
+                  "primaryType": "Pay", "domain": {{"chainId": 1}},
+                  "message": {{"amount": {amount}, "delta": {delta}}}}}"#
+            ))
+            .unwrap()
+        };
+        let big = "340282366920938463463374607431768211457";
+        let negative = "-1606938044258990275541962092341162602522202993782792835301376";
+        let from_numbers = typed(big, negative);
+        let from_text = typed(&format!("\"{big}\""), &format!("\"{negative}\""));
+        let hash = |v: &Value| signing_hash(&parse(v, "p").unwrap(), "p").unwrap();
+        assert_eq!(hash(&from_numbers), hash(&from_text));
+        assert_ne!(hash(&from_numbers), hash(&typed("1", "1")));
+        // Too wide for the type: refused, not wrapped.
+        let too_wide = typed(&format!("1{}", "0".repeat(78)), "0");
+        assert!(parse(&too_wide, "p")
+            .and_then(|t| signing_hash(&t, "p"))
+            .is_err());
+        // A fraction is never an integer.
+        assert!(parse(&typed("1.5", "0"), "p")
+            .and_then(|t| signing_hash(&t, "p"))
+            .is_err());
     }
 
     #[test]

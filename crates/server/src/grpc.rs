@@ -112,8 +112,11 @@ fn client_of<T>(request: &Request<T>) -> Client {
 }
 
 /// The proto name of a field [`TxRequest`]'s checks name in JSON-RPC terms.
-fn proto_field(json: &str) -> &str {
-    match json {
+/// An indexed name (`blobVersionedHashes[0]`) keeps its index.
+fn proto_field(json: &str) -> String {
+    let split = json.find(['[', '.']).unwrap_or(json.len());
+    let (head, rest) = json.split_at(split);
+    let head = match head {
         "chainId" => "chain_id",
         "gasPrice" => "gas_price",
         "gasLimit" => "gas",
@@ -125,7 +128,8 @@ fn proto_field(json: &str) -> &str {
         "authorizationList" => "authorization_list",
         "input" => "data",
         other => other,
-    }
+    };
+    format!("{head}{rest}")
 }
 
 fn item_error(field: &str, message: impl std::fmt::Display, code: i32) -> pb::ItemError {
@@ -706,10 +710,28 @@ mod tests {
             ),
             (
                 pb::Transaction {
-                    chain_id: None,
+                    blob_versioned_hashes: vec![vec![2; 32]],
+                    max_fee_per_blob_gas: Some(vec![1]),
                     ..tx()
                 },
-                "tx.chain_id",
+                "tx.blob_versioned_hashes[0]",
+            ),
+            (
+                pb::Transaction {
+                    blob_versioned_hashes: vec![vec![1; 31]],
+                    ..tx()
+                },
+                "tx.blob_versioned_hashes[0]",
+            ),
+            (
+                pb::Transaction {
+                    authorization_list: vec![pb::Authorization {
+                        y_parity: 2,
+                        ..Default::default()
+                    }],
+                    ..tx()
+                },
+                "tx.authorization_list[0].y_parity",
             ),
             (
                 pb::Transaction {

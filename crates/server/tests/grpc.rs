@@ -74,7 +74,8 @@ async fn sign_transaction_matches_json_rpc_and_recovers_to_the_key() {
         // RFC 6979 signatures are deterministic: JSON-RPC signs the same bytes.
         let raw = server
             .result("eth_signTransaction", json!([tx_json(from, nonce)]))
-            .await;
+            .await["raw"]
+            .clone();
         assert_eq!(raw, json!(format!("0x{}", hex::encode(&signed.raw))));
     }
     // A legacy EIP-155 transaction: gasPrice alone.
@@ -660,7 +661,8 @@ async fn every_grpc_signature_writes_an_audit_line_without_secrets() {
     {
         let raw = server
             .result("eth_signTransaction", json!([tx_json(from, i)]))
-            .await;
+            .await["raw"]
+            .clone();
         hashes.push(keccak256(common::unhex(raw.as_str().unwrap())).to_vec());
     }
     let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();

@@ -2,6 +2,8 @@
 //! signatures that decode and recover, and concurrent clients.
 
 mod common;
+#[path = "http/eth_rpc.rs"]
+mod eth_rpc;
 
 use alloy_primitives::Address;
 use chainsig_core::{Algorithm, Backend, BackendError, Batch, Bitmap};
@@ -88,11 +90,13 @@ async fn signed_transactions_match_known_answers_and_recover() {
     // EIP-155 and EIP-1559 examples of the Ethereum spec, byte for byte.
     let raw = server
         .result("eth_signTransaction", json!([eip155_tx()]))
-        .await;
+        .await["raw"]
+        .clone();
     assert_eq!(raw, "0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83");
     let raw = server
         .result("eth_signTransaction", json!([eip1559_tx()]))
-        .await;
+        .await["raw"]
+        .clone();
     assert_eq!(raw, "0x02f870821e8e8203338301284d8301d97c828ae094000000000000000000000000000000000000aaaa8402933bc980c080a0d067f2167008c59219652f91cbf8788dbca5f771f6e91e2b7657e85b78b472e0a01d305af9fe81fdba43f0dfcd400ed24dcace0a7e30d4e85701dcaaf484cd079e");
 
     // Each type decodes and recovers to the key that signed it.
@@ -107,9 +111,11 @@ async fn signed_transactions_match_known_answers_and_recover() {
         (eip1559_tx(), TxType::Eip1559, SENDER_1559),
         (create, TxType::Eip1559, SENDER_1559),
     ] {
-        let raw = server.result("eth_signTransaction", json!([tx])).await;
-        let decoded = decode_raw(&unhex(raw.as_str().unwrap())).unwrap();
+        let answer = server.result("eth_signTransaction", json!([tx])).await;
+        let decoded = decode_raw(&unhex(answer["raw"].as_str().unwrap())).unwrap();
         assert_eq!(decoded.tx_type, tx_type);
+        // geth's `tx`: the decoded transaction, not yet in a block.
+        assert_eq!(answer["tx"], decoded.to_rpc_json());
         assert_eq!(decoded.from, address(sender));
     }
 }
@@ -395,7 +401,10 @@ async fn batches_answer_in_order_and_skip_notifications() {
     assert_eq!(answers[0]["id"], "a");
     assert_eq!(answers[0]["result"].as_array().unwrap().len(), 2);
     assert_eq!(answers[1]["id"], 2);
-    assert!(answers[1]["result"].as_str().unwrap().starts_with("0xf86c"));
+    assert!(answers[1]["result"]["raw"]
+        .as_str()
+        .unwrap()
+        .starts_with("0xf86c"));
     assert_eq!(answers[2]["id"], 3);
     assert_eq!(error_of(&answers[2]).0, -32601);
     assert_eq!(error_of(&answers[3]).0, -32600);
@@ -521,7 +530,8 @@ async fn recover_batch_finds_senders() {
     let server = TestServer::start(Options::default()).await;
     let raw = server
         .result("eth_signTransaction", json!([eip1559_tx()]))
-        .await;
+        .await["raw"]
+        .clone();
     let signature = server
         .result("eth_sign", json!([SENDER_155, "0x68656c6c6f"]))
         .await;
@@ -566,8 +576,8 @@ async fn concurrent_clients_each_get_their_own_answers() {
                 };
                 let mut tx = tx;
                 tx["nonce"] = json!(format!("0x{nonce:x}"));
-                let raw = server.result("eth_signTransaction", json!([tx])).await;
-                let decoded = decode_raw(&unhex(raw.as_str().unwrap())).unwrap();
+                let answer = server.result("eth_signTransaction", json!([tx])).await;
+                let decoded = decode_raw(&unhex(answer["raw"].as_str().unwrap())).unwrap();
                 assert_eq!(decoded.from, address(sender));
                 assert_eq!(alloy_consensus_nonce(&decoded), nonce);
 

@@ -128,6 +128,13 @@ fn not_allowed(field: &str, tx_type: TxType) -> EthError {
 impl TxRequest {
     /// Decides the envelope type from `type` and the fields present, checking that they agree.
     pub fn resolve_type(&self) -> Result<TxType, EthError> {
+        if self.nonce == u64::MAX {
+            // EIP-2681: a nonce of 2^64 − 1 leaves no next nonce; such a transaction is invalid.
+            return Err(EthError::field(
+                "nonce",
+                "2^64 − 1 is not a valid nonce (EIP-2681: at most 2^64 − 2)",
+            ));
+        }
         let has_fee_caps =
             self.max_fee_per_gas.is_some() || self.max_priority_fee_per_gas.is_some();
         let has_blobs = self.blob_versioned_hashes.is_some() || self.max_fee_per_blob_gas.is_some();

@@ -5,9 +5,9 @@
 
 use chainsig_core::Registry;
 use chainsig_eth::keystore::{self, Kdf};
-use chainsig_eth::PrivateKey;
+use chainsig_eth::{ChainPolicy, PrivateKey};
 use chainsig_server::batcher::BatcherConfig;
-use chainsig_server::{auth, keys, AppState, Limits};
+use chainsig_server::{auth, keys, AppState, Limits, RpcOptions};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -46,6 +46,9 @@ pub struct Options {
     pub limits: Limits,
     pub batcher: BatcherConfig,
     pub registry: Registry,
+    /// The signer's chain policy (default: requests name their chain, nothing unprotected).
+    pub chain: ChainPolicy,
+    pub rpc: RpcOptions,
 }
 
 impl Default for Options {
@@ -55,6 +58,8 @@ impl Default for Options {
             limits: Limits::default(),
             batcher: BatcherConfig::default(),
             registry: chainsig_cpu::cpu_registry(),
+            chain: ChainPolicy::default(),
+            rpc: RpcOptions::default(),
         }
     }
 }
@@ -63,14 +68,16 @@ impl TestServer {
     pub async fn start(options: Options) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         write_keys(dir.path(), &[EIP155_KEY, EIP1559_KEY]);
-        let signer = keys::load_dir(dir.path()).unwrap();
+        let mut signer = keys::load_dir(dir.path()).unwrap();
+        signer.set_policy(options.chain);
         let tokens = options.tokens.map(|t| auth::Tokens::parse(t).unwrap());
-        let state = AppState::new(
+        let state = AppState::with_rpc(
             signer,
             options.registry,
             tokens,
             options.limits,
             options.batcher,
+            options.rpc,
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
