@@ -479,7 +479,7 @@ fn quantity_u256(value: &Value, field: &str) -> Result<U256, EthError> {
             if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(EthError::field(
                     field.to_owned(),
-                    format!("not a hex quantity: {s:?}"),
+                    format!("not a hex quantity: {}", chainsig_core::error::quote(s)),
                 ));
             }
             let digits = digits.trim_start_matches('0');
