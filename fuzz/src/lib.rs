@@ -27,8 +27,11 @@ fn text(data: &[u8]) -> Option<&str> {
     std::str::from_utf8(data).ok()
 }
 
+/// An entry function: arbitrary bytes in, a panic when something that must hold does not.
+pub type Entry = fn(&[u8]);
+
 /// The fuzz targets, by name (the directory names under `fuzz/corpus/`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Entry)] = &[
     ("verify_record", verify_record),
     ("recover_record", recover_record),
     ("hex", hex_field),
