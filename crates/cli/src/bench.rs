@@ -9,10 +9,18 @@
 use crate::backends;
 use chainsig_core::{Algorithm, Batch, PreparedItem};
 use chainsig_cpu::generate::{pool_public_keys, prepared_items_in_pool, GenSpec};
+use clap::builder::RangedU64ValueParser;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+
+/// The largest `--sizes` value: 2²³ records, a few GB of prepared batch.
+const MAX_SIZE: u64 = 1 << 23;
+const MAX_REPEATS: u64 = 1000;
+const MAX_THREADS: u64 = 1024;
+/// The largest signer set (each SM2 key's GPU table is built at start).
+const MAX_SIGNERS: u64 = 1 << 20;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -22,21 +30,25 @@ pub struct BenchArgs {
     /// auto (the best present), cpu or cuda.
     #[arg(long, default_value = "auto")]
     backend: String,
-    /// Batch sizes (default: 1024,8192 on the CPU; 4096,65536,172032,1048576 on a GPU).
-    #[arg(long, value_delimiter = ',')]
+    /// Batch sizes, each 1 to 8388608 (default: 1024,8192 on the CPU; 4096,65536,172032,1048576
+    /// on a GPU).
+    #[arg(long, value_delimiter = ',',
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_SIZE))]
     sizes: Vec<usize>,
-    /// Timed runs per size after one warm-up run.
-    #[arg(long, default_value_t = 5)]
+    /// Timed runs per size after one warm-up run (at most 1000).
+    #[arg(long, default_value_t = 5,
+          value_parser = RangedU64ValueParser::<usize>::new().range(0..=MAX_REPEATS))]
     repeats: usize,
-    /// Worker threads for CPU verification (default: every core).
-    #[arg(long)]
+    /// Worker threads for CPU verification, 1 to 1024 (default: every core).
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_THREADS))]
     threads: Option<usize>,
     /// Also write the figures as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
     /// Sign the records with a fixed set of this many keys (0: a fresh key per record), and load
-    /// the SM2 ones into the GPU backend as known signers (their tables built first, not timed).
-    #[arg(long, default_value_t = 0)]
+    /// the SM2 ones into the GPU backend as known signers (their tables built first, not timed);
+    /// at most 1048576.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_SIGNERS))]
     signers: u64,
     /// SM2 on the GPU: run the seed paper's experiments (Fig. 3 streams × batch sizes, Table 1
     /// stage switches, Fig. 4 Euclid/Fermat, Fig. 7 simultaneous/separate, block sizes, fast

@@ -2,16 +2,28 @@
 
 use chainsig_core::{der, Algorithm};
 use chainsig_cpu::generate::{pool_public_keys, record, record_in_pool, GenSpec, GeneratedRecord};
+use clap::builder::RangedU64ValueParser;
 use rayon::prelude::*;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The most records one run writes (2³², about 1.4 TB of output).
+const MAX_COUNT: u64 = 1 << 32;
+/// The longest message: 1 MiB (a line of 2 MiB of hex).
+const MAX_MSG_LEN: u64 = 1 << 20;
+/// The largest signer set: 2²⁰ keys.
+const MAX_SIGNERS: u64 = 1 << 20;
+/// Output is built in memory a slice at a time; a slice holds at most this many bytes of lines
+/// (and at most 16,384 lines), so long messages cannot make it large.
+const SLICE_BYTES: u64 = 64 << 20;
+
 #[derive(clap::Args)]
 pub struct GenArgs {
     #[arg(long)]
     alg: Algorithm,
-    #[arg(long)]
+    /// Number of records (at most 4294967296).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     count: u64,
     /// Share of records corrupted (flipped bits in r, s, message or key; r or s out of range;
     /// another signer's key).
@@ -19,15 +31,16 @@ pub struct GenArgs {
     invalid_ratio: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Message length in bytes.
-    #[arg(long, default_value_t = 64)]
+    /// Message length in bytes (at most 1048576).
+    #[arg(long, default_value_t = 64,
+          value_parser = RangedU64ValueParser::<usize>::new().range(0..=MAX_MSG_LEN))]
     msg_len: usize,
     /// Output file (default: standard output).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Sign with a fixed set of this many keys, record i by key i mod N (0: a fresh key per
-    /// record), as a permissioned chain's members do.
-    #[arg(long, default_value_t = 0)]
+    /// record, at most 1048576), as a permissioned chain's members do.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_SIGNERS))]
     signers: u64,
     /// With --signers: write the set's public keys here, one uncompressed SEC1 key in hex per
     /// line, as `chainsig verify --signers` reads them.
@@ -64,9 +77,11 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = std::io::BufWriter::with_capacity(1 << 20, sink);
-    const CHUNK: u64 = 1 << 14;
-    for start in (0..args.count).step_by(CHUNK as usize) {
-        let end = (start + CHUNK).min(args.count);
+    // A line is the message and the key and signature in hex, and some JSON around them.
+    let line_bytes = 2 * args.msg_len as u64 + 400;
+    let slice = (SLICE_BYTES / line_bytes).clamp(1, 1 << 14);
+    for start in (0..args.count).step_by(slice as usize) {
+        let end = (start + slice).min(args.count);
         let lines: Vec<String> = (start..end)
             .into_par_iter()
             .map(|i| match args.signers {

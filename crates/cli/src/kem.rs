@@ -78,6 +78,12 @@ pub fn run(cmd: KemCommand) -> anyhow::Result<ExitCode> {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
             let records = parse_rsp(&text).with_context(|| format!("{}", file.display()))?;
+            // A check that checked nothing must not pass.
+            anyhow::ensure!(
+                !records.is_empty(),
+                "{}: no known-answer records (count = …, seed = …, pk = …): nothing was checked",
+                file.display()
+            );
             let report = check_all(params, &records);
             for outcome in &report.failed {
                 println!("count {}: {}", outcome.count, outcome.failures.join(", "));

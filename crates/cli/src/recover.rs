@@ -15,6 +15,9 @@ pub struct RecoverArgs {
     /// auto, cpu or cuda.
     #[arg(long, default_value = "auto")]
     backend: String,
+    /// Exit with status 1 when any record cannot be recovered (after all output).
+    #[arg(long)]
+    fail_on_invalid: bool,
     /// Input file (default or `-`: standard input).
     file: Option<PathBuf>,
 }
@@ -24,7 +27,7 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let input = input::open(args.file.as_deref())?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut total = 0u64;
+    let (mut total, mut failed) = (0u64, 0u64);
     for chunk in input::chunks(input, 1 << 16) {
         let chunk = chunk.context("reading input")?;
         let records: Vec<_> = chunk
@@ -42,15 +45,26 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
                     "address": checksum_address(&rec.address),
                     "pubkey": hex::encode(rec.pubkey),
                 }),
-                Err(e) => serde_json::json!({"line": number, "error": e.to_string()}),
+                Err(e) => {
+                    failed += 1;
+                    serde_json::json!({"line": number, "error": e.to_string()})
+                }
             };
             writeln!(out, "{line}")?;
             total += 1;
         }
+        // Answers leave as their chunk is done: a producer waiting on them is not kept waiting.
+        out.flush()?;
     }
-    out.flush()?;
-    eprintln!("recovered {total} records");
-    Ok(ExitCode::SUCCESS)
+    eprintln!(
+        "recovered {} of {total} records, {failed} errors",
+        total - failed
+    );
+    Ok(if args.fail_on_invalid && failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// EIP-55 mixed-case checksum encoding (alloy's).

@@ -14,10 +14,18 @@ use chainsig_server::eth_rpc::SignTxResult;
 use chainsig_server::ratelimit::RateLimit;
 use chainsig_server::tls::TlsFiles;
 use chainsig_server::{Limits, RpcOptions, ServeOptions};
+use clap::builder::RangedU64ValueParser;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// Limits on the limits: a body of 1 GiB, a JSON-RPC batch of 65,536 calls, a million records a
+/// call. Above these one request could take the server's memory, which the limits are there to
+/// prevent.
+const MAX_BODY: u64 = 1 << 30;
+const MAX_BATCH: u64 = 1 << 16;
+const MAX_RECORDS: u64 = 1 << 20;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -64,14 +72,17 @@ pub struct ServeArgs {
     /// verified on the GPU through per-key tables (built at start, about 25 ms of a core each).
     #[arg(long, value_name = "FILE")]
     signers: Option<PathBuf>,
-    /// Largest request body, in bytes.
-    #[arg(long, default_value_t = 16 << 20)]
+    /// Largest request body, in bytes (1024 to 1073741824).
+    #[arg(long, default_value_t = 16 << 20,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1024..=MAX_BODY))]
     max_body: usize,
-    /// Most calls in one JSON-RPC batch.
-    #[arg(long, default_value_t = 1024)]
+    /// Most calls in one JSON-RPC batch (1 to 65536).
+    #[arg(long, default_value_t = 1024,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_BATCH))]
     max_batch: usize,
-    /// Most records in one verify or recover call.
-    #[arg(long, default_value_t = 65536)]
+    /// Most records in one verify or recover call (1 to 1048576).
+    #[arg(long, default_value_t = 65536,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_RECORDS))]
     max_records: usize,
     /// Requests per second each client may send (by token, or by IP without --auth-tokens).
     #[arg(long)]
@@ -135,7 +146,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tls,
         limits: Limits {
             body_bytes: args.max_body,
-            batch_requests: args.max_batch.max(1),
+            batch_requests: args.max_batch,
             records_per_call: args.max_records,
             rate,
         },

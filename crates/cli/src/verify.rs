@@ -7,12 +7,16 @@ use chainsig_core::record::{parse_verify_line, VerifyDefaults};
 use chainsig_core::{Algorithm, HashAlg, RecordError};
 use chainsig_cpu::pipeline::{verify_records, Verdict};
 use chainsig_cpu::prepare::Preparer;
+use clap::builder::RangedU64ValueParser;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+
+/// The largest `--chunk`: a million records, a few hundred MB of prepared batch.
+const MAX_CHUNK: u64 = 1 << 20;
 
 #[derive(clap::Args)]
 pub struct VerifyArgs {
@@ -31,9 +35,13 @@ pub struct VerifyArgs {
     /// Print only the summary (to stderr), no verdict lines.
     #[arg(long)]
     summary: bool,
-    /// Records verified together; larger batches keep a GPU busier.
-    #[arg(long, default_value_t = 1 << 16)]
+    /// Most records verified together (1 to 1048576); larger batches keep a GPU busier. From a
+    /// pipe, a chunk is also cut when no more input has arrived, so answers keep pace with input.
+    #[arg(long, default_value_t = 1 << 16, value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_CHUNK))]
     chunk: usize,
+    /// Exit with status 1 when any record is invalid or cannot be checked (after all output).
+    #[arg(long)]
+    fail_on_invalid: bool,
     /// SM2 public keys of the chain's known signers, one SEC1 hex key per line: their records are
     /// verified on the GPU through per-key tables (built at start, about 25 ms of a core each).
     #[arg(long, value_name = "FILE")]
@@ -59,7 +67,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let (mut valid, mut invalid, mut errors) = (0u64, 0u64, 0u64);
     let mut used: BTreeMap<String, u64> = BTreeMap::new();
-    for chunk in input::chunks(input, args.chunk.max(1)) {
+    for chunk in input::chunks(input, args.chunk) {
         let chunk = chunk.context("reading input")?;
         let records: Vec<_> = chunk
             .par_iter()
@@ -82,8 +90,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 write_verdict(&mut out, *number, verdict)?;
             }
         }
+        // Answers leave as their chunk is done: a producer waiting on them is not kept waiting.
+        out.flush()?;
     }
-    out.flush()?;
     let seconds = started.elapsed().as_secs_f64();
     let total = valid + invalid + errors;
     let backends: Vec<String> = used.iter().map(|(k, n)| format!("{k}={n}")).collect();
@@ -93,7 +102,14 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         seconds,
         total as f64 / seconds.max(1e-9)
     );
-    Ok(ExitCode::SUCCESS)
+    if total == 0 && args.summary {
+        anyhow::bail!("no records in the input: nothing was verified");
+    }
+    Ok(if args.fail_on_invalid && invalid + errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn write_verdict(out: &mut impl Write, line: u64, verdict: &Verdict) -> std::io::Result<()> {

@@ -534,3 +534,26 @@ fn refuses_options_it_does_not_implement() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--keys"));
 }
+
+#[test]
+fn limit_flags_are_bounded() {
+    let dir = keys_dir("limits");
+    for (flag, value, limit) in [
+        ("--max-body", "0", "1024..=1073741824"),
+        ("--max-body", "18446744073709551615", "1024..=1073741824"),
+        ("--max-batch", "0", "1..=65536"),
+        ("--max-batch", "1000000", "1..=65536"),
+        ("--max-records", "0", "1..=1048576"),
+        ("--max-records", "99999999999", "1..=1048576"),
+    ] {
+        let output = chainsig()
+            .args(["serve", "--http", "127.0.0.1:0", flag, value, "--keys"])
+            .arg(&dir.0)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(limit), "{flag} {value}: {stderr}");
+    }
+}

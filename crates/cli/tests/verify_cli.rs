@@ -381,3 +381,281 @@ fn known_signers_from_gen_to_verify_and_bench() {
         (Some(3), Some(64))
     );
 }
+
+/// Runs `chainsig ARGS` and checks that it refuses with exit 2 and a message naming `needle`.
+fn refused(args: &[&str], needle: &str) {
+    let out = chainsig(args, "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+}
+
+#[test]
+fn sizes_users_set_are_bounded() {
+    // Each of these once aborted on allocation, panicked or silently did nothing.
+    for chunk in ["0", "1048577", "1000000000", "18446744073709551615"] {
+        refused(&["verify", "--chunk", chunk], "--chunk");
+    }
+    refused(&["verify", "--chunk=-1"], "--chunk");
+    refused(&["verify", "--chunk", "1000000000"], "1..=1048576");
+    for len in ["1048577", "1099511627776", "18446744073709551615"] {
+        refused(
+            &["gen", "--alg", "sm2", "--count", "1", "--msg-len", len],
+            "--msg-len",
+        );
+    }
+    refused(
+        &[
+            "gen",
+            "--alg",
+            "sm2",
+            "--count",
+            "1",
+            "--msg-len",
+            "1099511627776",
+        ],
+        "0..=1048576",
+    );
+    refused(
+        &["gen", "--alg", "sm2", "--count", "18446744073709551615"],
+        "--count",
+    );
+    refused(
+        &[
+            "gen",
+            "--alg",
+            "sm2",
+            "--count",
+            "1",
+            "--signers",
+            "18446744073709551615",
+        ],
+        "--signers",
+    );
+    for sizes in ["0", "1,18446744073709551615", "8388609"] {
+        refused(&["bench", "--backend", "cpu", "--sizes", sizes], "--sizes");
+    }
+    refused(
+        &["bench", "--backend", "cpu", "--threads", "0"],
+        "--threads",
+    );
+    refused(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--repeats",
+            "18446744073709551615",
+        ],
+        "--repeats",
+    );
+    // The largest message still works, its line in hex.
+    let out = chainsig(
+        &[
+            "gen",
+            "--alg",
+            "p256",
+            "--count",
+            "1",
+            "--msg-len",
+            "1048576",
+        ],
+        "",
+    );
+    assert!(out.status.success());
+    let rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec["msg"].as_str().unwrap().len(), 2 << 20);
+}
+
+#[test]
+fn error_lines_quote_long_values_in_part() {
+    let huge = "z".repeat(10_000);
+    let input = [
+        format!(r#"{{"alg":"{huge}","pubkey":"04","msg":"","sig":"00"}}"#),
+        format!(r#"{{"alg":"sm2","hash":"{huge}","pubkey":"04","msg":"","sig":"00"}}"#),
+        format!(r#"{{"alg":"sm2","pubkey":"{huge}","msg":"","sig":"00"}}"#),
+    ]
+    .join("\n");
+    let out = chainsig(&["verify"], &input);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 3);
+    for line in text.lines() {
+        assert!(line.len() < 250, "{} bytes: {line}", line.len());
+        assert!(line.contains("error"), "{line}");
+    }
+    assert!(text.contains("(10000 characters)"), "{text}");
+}
+
+#[test]
+fn checks_that_check_nothing_fail() {
+    let out = chainsig(&["verify", "--summary"], "");
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing was verified"), "{err}");
+
+    let dir = common::TempDir::new("empty-kat");
+    for (name, text) in [
+        ("empty.rsp", ""),
+        ("comments.rsp", "# CTRU-Prime\n\n# only words\n"),
+    ] {
+        let file = dir.file(name, text);
+        let out = chainsig(
+            &["kem", "kat", "--params", "653", file.to_str().unwrap()],
+            "",
+        );
+        assert_ne!(out.status.code(), Some(0), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("nothing was checked"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn fail_on_invalid_sets_the_exit_status_after_all_output() {
+    let gen = |ratio: &str| {
+        let out = chainsig(
+            &[
+                "gen",
+                "--alg",
+                "sm2",
+                "--count",
+                "40",
+                "--invalid-ratio",
+                ratio,
+                "--seed",
+                "3",
+            ],
+            "",
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mixed = gen("0.3");
+    let clean = gen("0");
+    let out = chainsig(&["verify", "--fail-on-invalid"], &mixed);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_lines(&out.stdout).len(), 40);
+    assert_eq!(chainsig(&["verify"], &mixed).status.code(), Some(0));
+    let out = chainsig(&["verify", "--fail-on-invalid"], &clean);
+    assert_eq!(out.status.code(), Some(0));
+    // An error line counts as a failure too.
+    let with_error = format!("{clean}{{not json\n");
+    let out = chainsig(&["verify", "--fail-on-invalid", "--summary"], &with_error);
+    assert_eq!(out.status.code(), Some(1));
+
+    let good = serde_json::json!({
+        "digest": "daf5a779ae972f972197303d7b574746c7ef83eadac0f2791ad23db92e4c8e53",
+        "sig": "28ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa63627667cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83",
+        "v": 27
+    })
+    .to_string();
+    let out = chainsig(
+        &["recover", "--fail-on-invalid"],
+        &format!("{good}\n{good}\n"),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = chainsig(
+        &["recover", "--fail-on-invalid"],
+        &format!("{good}\n{{}}\n{good}\n"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_lines(&out.stdout);
+    assert_eq!(v.len(), 3);
+    assert!(v[1]["error"].is_string());
+    assert!(v[2]["address"].is_string());
+}
+
+/// Spawns `chainsig ARGS` with piped stdin and returns it with a channel of its stdout lines.
+fn streaming(args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chainsig"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("binary runs");
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            if tx.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    (child, rx)
+}
+
+#[test]
+fn answers_stream_while_input_is_still_open() {
+    use std::io::Write;
+    use std::time::Duration;
+    let gen = chainsig(
+        &[
+            "gen",
+            "--alg",
+            "secp256k1",
+            "--count",
+            "2",
+            "--invalid-ratio",
+            "0",
+        ],
+        "",
+    );
+    let lines: Vec<String> = String::from_utf8(gen.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let (mut child, answers) = streaming(&["verify", "--backend", "cpu"]);
+    let mut stdin = child.stdin.take().unwrap();
+    // One line in, one answer out, with the input still open: no waiting for a full chunk.
+    for (i, line) in lines.iter().enumerate() {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let answer = answers
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no answer to line {} within 10 s", i + 1));
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["line"], i as u64 + 1);
+        assert_eq!(answer["valid"], true);
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+
+    let (mut child, answers) = streaming(&["recover"]);
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"tx":"0x02c0"}}"#).unwrap();
+    stdin.flush().unwrap();
+    let answer = answers
+        .recv_timeout(Duration::from_secs(10))
+        .expect("recover answers within 10 s");
+    assert!(answer.contains("error"), "{answer}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+/// The fuzz targets' entry functions (`fuzz/src/lib.rs`), shared so their corpora replay here.
+#[path = "../../../fuzz/src/lib.rs"]
+mod fuzz_entries;
+
+#[test]
+fn fuzz_corpora_replay_without_failures() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut targets: Vec<&str> = fuzz_entries::TARGETS.iter().map(|(n, _)| *n).collect();
+    targets.sort();
+    assert_eq!(names, targets, "a corpus per target, a target per corpus");
+    for (name, entry) in fuzz_entries::TARGETS {
+        let mut files = 0;
+        for file in std::fs::read_dir(root.join(name)).unwrap() {
+            let path = file.unwrap().path();
+            entry(&std::fs::read(&path).unwrap());
+            files += 1;
+        }
+        assert!(files > 0, "{name}: empty corpus");
+    }
+}

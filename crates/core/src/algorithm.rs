@@ -57,8 +57,9 @@ impl FromStr for Algorithm {
             "sm2" => Ok(Algorithm::Sm2),
             "secp256k1" | "k256" => Ok(Algorithm::Secp256k1),
             "p256" | "p-256" | "secp256r1" | "prime256v1" => Ok(Algorithm::P256),
-            other => Err(format!(
-                "unknown algorithm {other:?} (expected sm2, secp256k1 or p256)"
+            _ => Err(format!(
+                "unknown algorithm {} (expected sm2, secp256k1 or p256)",
+                crate::error::quote(s)
             )),
         }
     }
@@ -98,8 +99,9 @@ impl FromStr for HashAlg {
             "keccak256" | "keccak-256" => Ok(HashAlg::Keccak256),
             "sha256" | "sha-256" => Ok(HashAlg::Sha256),
             "sha3-256" | "sha3_256" => Ok(HashAlg::Sha3_256),
-            other => Err(format!(
-                "unknown hash {other:?} (expected sm3, keccak256, sha256 or sha3-256)"
+            _ => Err(format!(
+                "unknown hash {} (expected sm3, keccak256, sha256 or sha3-256)",
+                crate::error::quote(s)
             )),
         }
     }

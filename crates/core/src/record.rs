@@ -334,6 +334,40 @@ mod tests {
     }
 
     #[test]
+    fn errors_quote_long_values_in_part() {
+        let d = VerifyDefaults::default();
+        let huge = "q".repeat(10_000);
+        let s = sig();
+        for line in [
+            format!(r#"{{"alg":"{huge}","pubkey":"{KEY}","msg":"","sig":"{s}"}}"#),
+            format!(r#"{{"alg":"sm2","hash":"{huge}","pubkey":"{KEY}","msg":"","sig":"{s}"}}"#),
+            format!(r#"{{"alg":"sm2","pubkey":"{huge}","msg":"","sig":"{s}"}}"#),
+            format!(
+                r#"{{"alg":"sm2","pubkey":"{KEY}","msg":"0{}","sig":"{s}"}}"#,
+                "ab".repeat(5000)
+            ),
+            format!(
+                r#"{{"alg":"sm2","pubkey":"{KEY}","msg":"","sig_der":"{}"}}"#,
+                "30".repeat(5000)
+            ),
+        ] {
+            let err = parse_verify_line(&line, &d).unwrap_err().to_string();
+            assert!(err.len() <= 200, "{} bytes: {err}", err.len());
+        }
+        let err = parse_verify_line(
+            &format!(r#"{{"alg":"{huge}","pubkey":"{KEY}","msg":"","sig":"{s}"}}"#),
+            &d,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("… (10000 characters)"), "{err}");
+        let err = parse_recover_line(&format!(r#"{{"tx":"{huge}"}}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(err.len() <= 200, "{err}");
+    }
+
+    #[test]
     fn recover_lines() {
         let s = sig();
         let line = format!(r#"{{"digest":"{}","sig":"{s}","v":28}}"#, "ab".repeat(32));

@@ -3,6 +3,7 @@
 use crate::kem::{self, Ciphertext, SecretKey};
 use crate::rng::NistDrbg;
 use crate::ParamSet;
+use chainsig_core::error::quote;
 
 /// One record of a `.rsp` file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +92,7 @@ pub fn parse_rsp(text: &str) -> Result<Vec<KatRecord>, ParseError> {
         let Some((key, value)) = trimmed.split_once('=') else {
             return Err(ParseError {
                 line,
-                message: format!("expected `key = value`, got {trimmed:?}"),
+                message: format!("expected `key = value`, got {}", quote(trimmed)),
             });
         };
         let (key, value) = (key.trim(), value.trim());
@@ -119,7 +120,7 @@ pub fn parse_rsp(text: &str) -> Result<Vec<KatRecord>, ParseError> {
                 duplicate(current.count.is_some())?;
                 current.count = Some(value.parse().map_err(|_| ParseError {
                     line,
-                    message: format!("count: not a number: {value:?}"),
+                    message: format!("count: not a number: {}", quote(value)),
                 })?);
             }
             "seed" => {
@@ -260,6 +261,13 @@ mod tests {
             .message
             .contains("twice"));
         assert_eq!(parse_rsp("# header\n\n").unwrap(), vec![]);
+        // A long bad line is quoted in part, with its length.
+        let long = "x".repeat(10_000);
+        let message = parse_rsp(&long).unwrap_err().message;
+        assert!(message.len() < 200, "{message}");
+        assert!(message.contains("(10000 characters)"), "{message}");
+        let message = parse_rsp(&format!("count = {long}")).unwrap_err().message;
+        assert!(message.len() < 200, "{message}");
     }
 
     #[test]

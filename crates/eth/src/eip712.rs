@@ -10,8 +10,8 @@ use alloy_dyn_abi::TypedData;
 use alloy_primitives::B256;
 use serde_json::Value;
 
-use crate::quantity::quoted;
 use crate::EthError;
+use chainsig_core::error::quote as quoted;
 
 /// Reads typed data given as a JSON object or as its JSON text (ethers and viem send the text,
 /// web3.py the object); errors name `field`.

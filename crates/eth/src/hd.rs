@@ -109,7 +109,12 @@ impl ExtendedKey {
                 .parse()
                 .ok()
                 .filter(|i| *i < HARDENED)
-                .ok_or_else(|| EthError::field("path", format!("bad step {step:?}")))?;
+                .ok_or_else(|| {
+                    EthError::field(
+                        "path",
+                        format!("bad step {}", chainsig_core::error::quote(step)),
+                    )
+                })?;
             node = node.child(if hardened { index | HARDENED } else { index })?;
         }
         Ok(node)

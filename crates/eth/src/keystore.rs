@@ -5,6 +5,7 @@
 
 use aes::Aes128;
 use alloy_primitives::keccak256;
+use chainsig_core::error::quote;
 use ctr::cipher::{KeyIvInit, StreamCipher};
 use rand::RngCore;
 use serde_json::{json, Map, Value};
@@ -141,7 +142,7 @@ pub fn decrypt(json_text: &str, password: &[u8]) -> Result<PrivateKey, EthError>
     if cipher != "aes-128-ctr" {
         return Err(EthError::field(
             "crypto.cipher",
-            format!("unsupported cipher {cipher:?}"),
+            format!("unsupported cipher {}", quote(cipher)),
         ));
     }
     let params = crypto
@@ -202,7 +203,7 @@ pub fn decrypt(json_text: &str, password: &[u8]) -> Result<PrivateKey, EthError>
             if prf != "hmac-sha256" {
                 return Err(EthError::field(
                     "crypto.kdfparams.prf",
-                    format!("unsupported {prf:?}"),
+                    format!("unsupported {}", quote(prf)),
                 ));
             }
             let c = u32::try_from(number(kdf_params, "c", "crypto.kdfparams.c")?)
@@ -215,7 +216,7 @@ pub fn decrypt(json_text: &str, password: &[u8]) -> Result<PrivateKey, EthError>
         other => {
             return Err(EthError::field(
                 "crypto.kdf",
-                format!("unsupported {other:?}"),
+                format!("unsupported {}", quote(other)),
             ))
         }
     };

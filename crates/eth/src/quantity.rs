@@ -12,26 +12,13 @@
 //! * fractions, exponents (`1e+20`) and negative numbers;
 //! * a value wider than the field (64 bits for a nonce or gas, 128 for fees, 256 for a value).
 //!
-//! Errors quote at most [`QUOTE_LIMIT`] characters of what was sent.
+//! Errors quote at most 80 characters of what was sent ([`chainsig_core::error::quote`]).
 
 use alloy_primitives::U256;
+use chainsig_core::error::quote as quoted;
 use serde_json::Value;
 
 use crate::EthError;
-
-/// The most characters of an offending value an error message quotes.
-pub const QUOTE_LIMIT: usize = 80;
-
-/// `text`, cut to [`QUOTE_LIMIT`] characters with its full length noted when longer.
-pub fn quoted(text: &str) -> String {
-    let count = text.chars().count();
-    if count <= QUOTE_LIMIT {
-        format!("{text:?}")
-    } else {
-        let head: String = text.chars().take(QUOTE_LIMIT).collect();
-        format!("{head:?}… ({count} characters)")
-    }
-}
 
 /// A quantity of up to 256 bits.
 pub fn u256(value: &Value, field: &str) -> Result<U256, EthError> {

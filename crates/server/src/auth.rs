@@ -106,7 +106,7 @@ pub async fn authenticate(
             let presented = request
                 .headers()
                 .get(header::AUTHORIZATION)
-                .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+                .and_then(|v| bearer_token(v.as_bytes()));
             match presented.and_then(|token| tokens.check(token)) {
                 Some(index) => client.token = Some(index),
                 None => {
@@ -123,6 +123,20 @@ pub async fn authenticate(
     }
     request.extensions_mut().insert(client);
     next.run(request).await
+}
+
+/// The token of an `Authorization` value of the Bearer scheme (RFC 6750 §2.1). The scheme name is
+/// case-insensitive (RFC 7235 §2.1: `bearer`, `BEARER` and `Bearer` are one scheme) and is
+/// followed by one or more spaces; the token itself is compared exactly, in constant time, by
+/// [`Tokens::check`].
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let space = value.iter().position(|&b| b == b' ')?;
+    let (scheme, rest) = value.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return None;
+    }
+    let start = rest.iter().position(|&b| b != b' ')?;
+    Some(&rest[start..])
 }
 
 fn unauthorised_message(had_token: bool) -> &'static str {
@@ -157,5 +171,24 @@ mod tests {
         assert_eq!(tokens.check(b""), None);
         assert!(Tokens::parse(" \n\n").is_err());
         assert!(!format!("{tokens:?}").contains("alpha"));
+    }
+
+    #[test]
+    fn the_scheme_is_case_insensitive_and_the_token_is_not() {
+        for value in ["Bearer tok", "bearer tok", "BEARER tok", "bEaReR   tok"] {
+            assert_eq!(bearer_token(value.as_bytes()), Some(&b"tok"[..]), "{value}");
+        }
+        assert_eq!(bearer_token(b"Bearer TOK"), Some(&b"TOK"[..]));
+        for value in [
+            "Basic tok",
+            "Bearertok",
+            "Bearer",
+            "Bearer ",
+            "Bearerx tok",
+            "",
+            " tok",
+        ] {
+            assert_eq!(bearer_token(value.as_bytes()), None, "{value:?}");
+        }
     }
 }

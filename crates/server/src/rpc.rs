@@ -3,8 +3,8 @@
 //! The envelope is checked by hand rather than through a JSON-RPC framework so every malformed
 //! request gets the exact code the specification gives it (-32700 for text that is not JSON,
 //! -32600 for JSON that is not a request, -32601, -32602 naming the parameter at fault) and so
-//! the limits on body and batch size answer in JSON-RPC terms. Calls without an `id` are
-//! notifications: they run, and get no response.
+//! the limits on body and batch size answer in JSON-RPC terms. Valid calls without an `id` are
+//! notifications: they run, and get no response; invalid ones are answered with `"id": null`.
 
 use crate::auth::Client;
 use crate::metrics::UNKNOWN_METHOD;
@@ -134,43 +134,44 @@ pub async fn handle(
 }
 
 /// One call of a single or batch request; `None` for a notification.
+///
+/// JSON-RPC 2.0 §4.1 makes a notification of a *valid* request without an `id` member; a call
+/// that is not a valid request is answered whether or not it has an `id` (§5: -32600, with
+/// `"id": null` where the id cannot be read), so a client learns that it sent garbage.
 async fn handle_call(state: &AppState, client: &Client, call: Value) -> Option<Value> {
     let started = Instant::now();
     let Value::Object(mut call) = call else {
         let error = RpcError::new(INVALID_REQUEST, "a request must be a JSON object");
         return Some(response(Value::Null, Err(error)));
     };
-    let id = call.remove("id");
-    let notification = id.is_none();
-    let id = match id {
-        None | Some(Value::Null) => Value::Null,
-        Some(id @ (Value::String(_) | Value::Number(_))) => id,
+    let id = match call.remove("id") {
+        None => None,
+        Some(id @ (Value::Null | Value::String(_) | Value::Number(_))) => Some(id),
         Some(_) => {
             let error = RpcError::new(INVALID_REQUEST, "id: must be a string, a number or null");
             return Some(response(Value::Null, Err(error)));
         }
     };
-    let envelope = check_envelope(&mut call);
-    let (label, outcome) = match envelope {
-        Err(error) => (UNKNOWN_METHOD, Err(error)),
-        Ok((method, params)) => {
-            let label = METHODS
-                .iter()
-                .chain(eth_rpc::METHODS)
-                .copied()
-                .find(|m| *m == method)
-                .unwrap_or(UNKNOWN_METHOD);
-            (label, dispatch(state, client, &method, params).await)
+    let (method, params) = match check_envelope(&mut call) {
+        Ok(envelope) => envelope,
+        Err(error) => {
+            state
+                .metrics
+                .request(UNKNOWN_METHOD, started.elapsed(), true);
+            return Some(response(id.unwrap_or(Value::Null), Err(error)));
         }
     };
+    let label = METHODS
+        .iter()
+        .chain(eth_rpc::METHODS)
+        .copied()
+        .find(|m| *m == method)
+        .unwrap_or(UNKNOWN_METHOD);
+    let outcome = dispatch(state, client, &method, params).await;
     state
         .metrics
         .request(label, started.elapsed(), outcome.is_err());
-    if notification {
-        None
-    } else {
-        Some(response(id, outcome))
-    }
+    id.map(|id| response(id, outcome))
 }
 
 /// The method name and the parameters, as an array or an object (`None` when absent).

@@ -799,3 +799,196 @@ async fn clients_over_their_rate_get_429_and_others_do_not() {
     assert_eq!(other.status(), 200);
     assert_eq!(server.get("/upcheck").send().await.unwrap().status(), 200);
 }
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive_and_the_token_is_not() {
+    let server = TestServer::start(Options {
+        tokens: Some("first-secret-token\nsecond-token\n"),
+        ..Options::default()
+    })
+    .await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_accounts"}).to_string();
+    let url = format!("{}/", server.url);
+    for (value, status) in [
+        ("bearer first-secret-token", 200),
+        ("BEARER second-token", 200),
+        ("bEaReR   first-secret-token", 200),
+        ("bearer FIRST-SECRET-TOKEN", 401),
+        ("bearerfirst-secret-token", 401),
+        ("Basic first-secret-token", 401),
+    ] {
+        let answer = server
+            .http
+            .post(&url)
+            .header("authorization", value)
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), status, "{value:?}");
+    }
+}
+
+#[tokio::test]
+async fn invalid_requests_are_answered_even_without_an_id() {
+    let server = TestServer::start(Options::default()).await;
+    // JSON-RPC 2.0 §4.1: only a valid request without an id is a notification.
+    for body in [
+        r#"{"jsonrpc":"2.0","method":1}"#,
+        r#"{"method":"eth_accounts"}"#,
+        r#"{"jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","method":"eth_accounts","params":"x"}"#,
+    ] {
+        let (status, answer) = server.raw(body).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(error_of(&answer).0, -32600, "{body}: {answer}");
+        assert_eq!(answer.get("id"), Some(&Value::Null), "{body}: {answer}");
+    }
+    // In a batch, in order, beside a notification that stays unanswered.
+    let (status, answer) = server
+        .raw(
+            r#"[{"jsonrpc":"2.0","method":1},
+                {"jsonrpc":"2.0","method":"eth_accounts"},
+                {"jsonrpc":"2.0","id":9,"method":"eth_accounts"}]"#,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let answers = answer.as_array().expect("an array");
+    assert_eq!(answers.len(), 2, "{answer}");
+    assert_eq!(error_of(&answers[0]).0, -32600);
+    assert_eq!(answers[0].get("id"), Some(&Value::Null));
+    assert_eq!(answers[1]["id"], 9);
+    assert_eq!(answers[1]["result"].as_array().unwrap().len(), 2);
+    // An empty batch: one error object (not an array), id null.
+    let (status, answer) = server.raw("[]").await;
+    assert_eq!(status, 200);
+    assert!(answer.is_object(), "{answer}");
+    assert_eq!(error_of(&answer).0, -32600);
+    assert_eq!(answer.get("id"), Some(&Value::Null));
+    // Only valid notifications, even of unknown methods: no body.
+    let (status, answer) = server
+        .raw(
+            r#"[{"jsonrpc":"2.0","method":"eth_accounts"},
+                {"jsonrpc":"2.0","method":"no_such_method","params":[]}]"#,
+        )
+        .await;
+    assert_eq!((status, answer), (204, Value::Null));
+}
+
+/// A small deterministic generator (xorshift64*), so a failing case can be replayed.
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// `seed` with a few random edits: bytes flipped, inserted, removed, the text cut or doubled.
+fn mutate(seed: &[u8], noise: &mut Noise) -> Vec<u8> {
+    const TOKENS: &[&[u8]] = &[
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b"\"",
+        b",",
+        b":",
+        b"null",
+        b"1e999",
+        b"-0",
+        b"\\u0000",
+        b"\"id\":",
+        b"\"method\":",
+        b"\"params\":",
+        b"[[[[[[[[",
+        b"\xff",
+        b"0x",
+    ];
+    let mut text = seed.to_vec();
+    for _ in 0..=noise.below(4) {
+        let at = noise.below(text.len() + 1);
+        match noise.below(6) {
+            0 if at < text.len() => text[at] ^= 1 << noise.below(8),
+            1 => {
+                let token = TOKENS[noise.below(TOKENS.len())];
+                text.splice(at..at, token.iter().copied());
+            }
+            2 if at < text.len() => {
+                text.remove(at);
+            }
+            3 => text.truncate(at),
+            4 => {
+                let copy = text.clone();
+                text.extend_from_slice(&copy);
+            }
+            _ => text.insert(at.min(text.len()), noise.next() as u8),
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn thousands_of_malformed_requests_leave_the_server_answering() {
+    let server = TestServer::start(Options {
+        limits: Limits {
+            body_bytes: 64 << 10,
+            batch_requests: 16,
+            records_per_call: 8,
+            ..Limits::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let verify_record = json!({"alg": "sm2", "pubkey": "04aa", "msg": "00", "sig": "00"});
+    let seeds: Vec<Vec<u8>> = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "eth_accounts"}),
+        json!({"jsonrpc": "2.0", "id": "x", "method": "eth_signTransaction", "params": [eip155_tx()]}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "eth_sign", "params": [SENDER_155, "0x00"]}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "chainsig_verifyBatch",
+               "params": [[verify_record], {"lowS": true}]}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "chainsig_recoverBatch",
+               "params": {"records": [{"digest": "00", "sig": "00", "v": 27}]}}),
+        json!([{"jsonrpc": "2.0", "id": 5, "method": "eth_accounts"},
+               {"jsonrpc": "2.0", "method": "eth_accounts"}]),
+        json!({"data": "0x0102"}),
+    ]
+    .iter()
+    .map(|v| v.to_string().into_bytes())
+    .collect();
+    let mut noise = Noise(0x5eed_cafe_f00d_d00d);
+    let rest = format!("/api/v1/eth1/sign/{SENDER_155}");
+    for round in 0..20 {
+        for _ in 0..150 {
+            let seed = &seeds[noise.below(seeds.len())];
+            let body = mutate(seed, &mut noise);
+            let path = if noise.below(8) == 0 {
+                rest.as_str()
+            } else {
+                "/"
+            };
+            let response = server.post(path).body(body.clone()).send().await.unwrap();
+            let status = response.status().as_u16();
+            let text = response.text().await.unwrap();
+            let shown = String::from_utf8_lossy(&body);
+            assert!(
+                matches!(status, 200 | 204 | 400 | 413 | 415),
+                "{path} {shown}: {status} {text}"
+            );
+            if path == "/" && status != 204 {
+                let answer: Value = serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("{shown}: not JSON ({e}): {text}"));
+                assert!(answer.is_object() || answer.is_array(), "{shown}: {text}");
+            }
+        }
+        // After each round, a well-formed call still gets its answer.
+        let accounts = server.result("eth_accounts", json!([])).await;
+        assert_eq!(accounts.as_array().unwrap().len(), 2, "round {round}");
+    }
+}

@@ -7,8 +7,9 @@ use alloy_primitives::{Address, B256};
 use serde_json::{Map, Value};
 
 use super::{TxRequest, TxType};
-use crate::quantity::{self, quoted};
+use crate::quantity;
 use crate::EthError;
+use chainsig_core::error::quote as quoted;
 
 /// The fields a request may carry only to send blobs over the network. The signer signs the
 /// transaction itself; the sidecar (blobs, commitments, proofs) is not part of what is signed.
