@@ -4,7 +4,10 @@
 //!   EIP-2930 and EIP-1559 transactions built with alloy's types, signed into a [`SignedTx`] (raw
 //!   envelope, hash, sender), and [`decode_raw`] for raw signed transactions.
 //! * [`signing`]: RFC 6979 low-s ECDSA through libsecp256k1 with per-thread blinded contexts.
-//! * [`key`], [`keystore`], [`hd`]: raw keys, Web3 Secret Storage v3 files, BIP-39/BIP-32 wallets.
+//! * [`key`], [`keystore`], [`hd`]: raw keys, Web3 Secret Storage v3 files (hostile ones refused
+//!   before any work), BIP-39/BIP-32 wallets and new mnemonics.
+//! * [`keydir`], [`password`]: geth-style keystore directories (`UTC--…` files, 0600, never
+//!   overwritten) and passwords from files or the environment.
 //! * [`Signer`]: keys held by address, the API a signing server builds on.
 //! * [`recover`]: senders of raw transactions and bare signatures, as `chainsig recover` reads them.
 //! * [`bulk`]: the multi-threaded bulk signer behind `chainsig eth sign-bulk`, with latency statistics.
@@ -15,7 +18,9 @@
 pub mod bulk;
 pub mod hd;
 pub mod key;
+pub mod keydir;
 pub mod keystore;
+pub mod password;
 pub mod recover;
 pub mod rfc6979;
 pub mod signing;
