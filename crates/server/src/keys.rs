@@ -156,7 +156,13 @@ fn decrypt_within(
 ) -> Result<Vec<(PathBuf, PrivateKey)>, KeysError> {
     let total = plan.len();
     let deadline = timeout.map(|t| (Instant::now() + t, t));
-    let current = Arc::new(Mutex::new(PathBuf::new()));
+    // The file being decrypted: the first one until the worker moves on (it may not have started
+    // when the time is up).
+    let first = plan
+        .first()
+        .map(|(file, _)| file.clone())
+        .unwrap_or_default();
+    let current = Arc::new(Mutex::new(first));
     let (sender, answers) = mpsc::channel();
     let worker_current = Arc::clone(&current);
     std::thread::Builder::new()
