@@ -8,9 +8,12 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use chainsig_eth::bulk::bench_single;
+use chainsig_eth::keydir;
 use chainsig_eth::keystore::{self, Kdf};
 use chainsig_eth::{decode_raw, ChainPolicy, PrivateKey, TxRequest};
-use zeroize::Zeroizing;
+
+use crate::account::{self, AccountCommand, MnemonicCommand};
+use crate::keysource::{MnemonicArgs, PasswordArgs};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum KdfChoice {
@@ -22,24 +25,37 @@ pub enum KdfChoice {
     Pbkdf2,
 }
 
+impl KdfChoice {
+    pub fn kdf(self) -> Kdf {
+        match self {
+            KdfChoice::Scrypt => Kdf::STANDARD,
+            KdfChoice::ScryptLight => Kdf::LIGHT,
+            KdfChoice::Pbkdf2 => Kdf::Pbkdf2 { c: 262_144 },
+        }
+    }
+}
+
 #[derive(clap::Subcommand)]
 pub enum EthCommand {
     /// Sign one `eth_signTransaction` object per input line; prints
     /// `{"line":N,"raw":"0x…","hash":"0x…","from":"0x…"}` or `{"line":N,"error":"field: …"}`.
+    #[command(group(
+        clap::ArgGroup::new("key_source")
+            .required(true)
+            .args(["key_file", "keystore", "mnemonic_file"])
+    ))]
     Sign {
         /// File holding one private key in hex.
-        #[arg(
-            long,
-            conflicts_with = "keystore",
-            required_unless_present = "keystore"
-        )]
+        #[arg(long)]
         key_file: Option<PathBuf>,
-        /// Keystore v3 file (needs --password-file).
-        #[arg(long, requires = "password_file")]
+        /// Keystore v3 file (chainsig's or geth's); its password from --password-file,
+        /// --password-env or, on a terminal, a prompt.
+        #[arg(long)]
         keystore: Option<PathBuf>,
-        /// File holding the keystore's password (one trailing newline is ignored).
-        #[arg(long, requires = "keystore")]
-        password_file: Option<PathBuf>,
+        #[command(flatten)]
+        password: PasswordArgs,
+        #[command(flatten)]
+        mnemonic: MnemonicArgs,
         /// Input file of JSON lines, or `-` (the default) for standard input.
         input: Option<PathBuf>,
         /// Chain id filled in where a request has none; a request naming another is refused.
@@ -69,14 +85,14 @@ pub enum EthCommand {
         #[arg(long, default_value_t = 200_000)]
         count: u64,
     },
-    /// Encrypt a raw hex key file into a keystore v3 file.
+    /// Encrypt a raw hex key file into a keystore v3 file (mode 0600; an existing file is
+    /// never overwritten).
     KeystoreEncrypt {
         /// File holding one private key in hex.
         #[arg(long)]
         key_file: PathBuf,
-        /// File holding the password (one trailing newline is ignored).
-        #[arg(long)]
-        password_file: PathBuf,
+        #[command(flatten)]
+        password: PasswordArgs,
         /// Key derivation.
         #[arg(long, value_enum, default_value = "scrypt")]
         kdf: KdfChoice,
@@ -84,6 +100,12 @@ pub enum EthCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Keys in a geth-style key directory (`UTC--…` files): new, import, list.
+    #[command(subcommand)]
+    Account(AccountCommand),
+    /// BIP-39 mnemonics: new.
+    #[command(subcommand)]
+    Mnemonic(MnemonicCommand),
 }
 
 pub fn run(cmd: EthCommand) -> anyhow::Result<ExitCode> {
@@ -91,16 +113,24 @@ pub fn run(cmd: EthCommand) -> anyhow::Result<ExitCode> {
         EthCommand::Sign {
             key_file,
             keystore,
-            password_file,
+            password,
+            mnemonic,
             input,
             chain_id,
             allow_unprotected,
             fail_on_invalid,
         } => {
-            let key = match (key_file, keystore, password_file) {
-                (Some(f), _, _) => PrivateKey::from_key_file(&f)?,
-                (None, Some(k), Some(p)) => keystore::decrypt_files(&k, &p)?,
-                _ => bail!("give --key-file, or --keystore with --password-file"),
+            if keystore.is_none() && password.is_given() {
+                bail!("--password-file, --password-env: only with --keystore");
+            }
+            let key = match (key_file, keystore) {
+                (Some(f), _) => PrivateKey::from_key_file(&f)?,
+                (None, Some(k)) => {
+                    let password = password.require("Keystore password: ", false)?;
+                    keystore::decrypt_file(&k, password.as_bytes())
+                        .with_context(|| format!("{}", k.display()))?
+                }
+                (None, None) => mnemonic.keys(1)?.pop().context("mnemonic-file: no key")?,
             };
             let policy = ChainPolicy {
                 chain_id,
@@ -147,26 +177,22 @@ pub fn run(cmd: EthCommand) -> anyhow::Result<ExitCode> {
         }
         EthCommand::KeystoreEncrypt {
             key_file,
-            password_file,
+            password,
             kdf,
             out,
         } => {
             let key = PrivateKey::from_key_file(&key_file)?;
-            let password = Zeroizing::new(
-                std::fs::read(&password_file)
-                    .with_context(|| format!("cannot read {}", password_file.display()))?,
-            );
-            let kdf = match kdf {
-                KdfChoice::Scrypt => Kdf::STANDARD,
-                KdfChoice::ScryptLight => Kdf::LIGHT,
-                KdfChoice::Pbkdf2 => Kdf::Pbkdf2 { c: 262_144 },
-            };
-            let document = keystore::encrypt(&key, keystore::trim_newline(&password), kdf)?;
-            std::fs::write(&out, document)
-                .with_context(|| format!("cannot write {}", out.display()))?;
+            if out.exists() {
+                bail!("out: {}: exists; refusing to overwrite it", out.display());
+            }
+            let password = password.require("Password for the keystore: ", true)?;
+            let document = keystore::encrypt(&key, password.as_bytes(), kdf.kdf())?;
+            keydir::write_new(&out, document.as_bytes())?;
             println!("{}", key.address());
             Ok(ExitCode::SUCCESS)
         }
+        EthCommand::Account(cmd) => account::run_account(cmd),
+        EthCommand::Mnemonic(cmd) => account::run_mnemonic(cmd),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `chainsig`: the command line. Thin by design: it parses arguments, streams records through the
 //! library crates and formats their answers; all cryptography lives in the library crates.
 
+mod account;
 mod backends;
 mod bench;
 mod bench_kem;
@@ -8,6 +9,7 @@ mod eth;
 mod gen;
 mod input;
 mod kem;
+mod keysource;
 mod loadtest;
 mod loadtest_grpc;
 mod recover;
@@ -47,7 +49,7 @@ enum Command {
     /// Benchmark verification on generated batches, on the best backend present (or, with
     /// `--kem ctru`, the CTRU-Prime KEM on the GPU and the CPU).
     Bench(bench::BenchArgs),
-    /// Ethereum transactions: sign, bulk-sign, decode.
+    /// Ethereum transactions and keys: sign, bulk-sign, decode, accounts, mnemonics.
     #[command(subcommand)]
     Eth(eth::EthCommand),
     /// CTRU-Prime post-quantum KEM.

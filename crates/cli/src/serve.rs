@@ -7,14 +7,17 @@
 //! without.
 
 use crate::backends;
+use crate::keysource::{self, MnemonicArgs, PasswordArgs};
 use anyhow::bail;
 use chainsig_eth::ChainPolicy;
 use chainsig_server::batcher::BatcherConfig;
 use chainsig_server::eth_rpc::SignTxResult;
+use chainsig_server::keys::{self as server_keys, KeySource};
 use chainsig_server::ratelimit::RateLimit;
 use chainsig_server::tls::TlsFiles;
 use chainsig_server::{Limits, RpcOptions, ServeOptions};
 use clap::builder::RangedU64ValueParser;
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,9 +40,10 @@ pub struct ServeArgs {
     /// serves gRPC too); the same address as --http (port 0 excepted) means no second listener.
     #[arg(long)]
     grpc: Option<SocketAddr>,
-    /// Directory of keystore v3 files NAME.json, each with its password in NAME.pass.
-    #[arg(long)]
-    keys: PathBuf,
+    /// Where the signing keys come from (boxed: these options are many and the command enum
+    /// holds every command's arguments).
+    #[command(flatten)]
+    keys: Box<KeyArgs>,
     /// The chain id transactions are signed for: filled in where a request has none, and a
     /// request naming another chain is refused. Without it every request must carry `chainId`.
     #[arg(long)]
@@ -108,6 +112,34 @@ enum SignTxResultArg {
     Raw,
 }
 
+/// `serve`'s key options.
+#[derive(clap::Args)]
+pub struct KeyArgs {
+    /// Directory of keystore v3 files: NAME.json and geth's UTC--… files. A file's password is
+    /// NAME.pass beside it (for geth's files, the whole name plus .pass) when there is one, else
+    /// --password-file, --password-env or, on a terminal, a prompt.
+    #[arg(
+        long = "keys",
+        id = "keys",
+        value_name = "DIR",
+        required_unless_present = "mnemonic_file"
+    )]
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    password: PasswordArgs,
+    #[command(flatten)]
+    mnemonic: MnemonicArgs,
+    /// Accounts of --mnemonic-file: the key at --hd-path and the N-1 after it along the path's
+    /// last step.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "mnemonic_file",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    hd_accounts: u32,
+    /// Longest time decrypting the key files may take, in seconds, before the start is refused
+    /// naming the file being decrypted (0: no limit).
+    #[arg(long, default_value_t = 60)]
+    keys_timeout_secs: u64,
+}
+
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let tls = match (args.tls_cert, args.tls_key, args.client_ca) {
         (None, None, None) => None,
@@ -138,10 +170,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if args.backend != "auto" {
         registry.get(&args.backend)?;
     }
+    let keys = key_source(&args.keys)?;
     let options = ServeOptions {
         http: args.http,
         grpc: args.grpc,
-        keys: args.keys,
+        keys,
         auth_tokens: args.auth_tokens,
         tls,
         limits: Limits {
@@ -171,4 +204,29 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     chainsig_server::run(options, registry).map_err(anyhow::Error::msg)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The keys to serve: the key directory, the password for its files without a `.pass` file
+/// (asked on the terminal when one is needed and none was given) and the mnemonic's accounts.
+fn key_source(args: &KeyArgs) -> anyhow::Result<KeySource> {
+    let mut password = args.password.given()?;
+    if let (None, Some(dir)) = (&password, &args.dir) {
+        let unpaired = server_keys::files_without_password(dir).map_err(anyhow::Error::msg)?;
+        if !unpaired.is_empty() && std::io::stdin().is_terminal() {
+            password = Some(keysource::ask(
+                &format!(
+                    "Password for {} key file(s) in {}: ",
+                    unpaired.len(),
+                    dir.display()
+                ),
+                false,
+            )?);
+        }
+    }
+    Ok(KeySource {
+        dir: args.dir.clone(),
+        password,
+        derived: args.mnemonic.keys(args.hd_accounts)?,
+        timeout: (args.keys_timeout_secs > 0).then(|| Duration::from_secs(args.keys_timeout_secs)),
+    })
 }

@@ -3,16 +3,16 @@
 //! tests and benchmarks, never for a public network's chain id.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use chainsig_eth::batch::{parse_line, sign_batch, NonceBook};
 use chainsig_eth::bulk::{check_filler_chain, sign_bulk, BulkConfig, FillerType};
-use chainsig_eth::hd::EthWallet;
 use chainsig_eth::{ChainPolicy, PrivateKey, Signer};
-use zeroize::Zeroizing;
+
+use crate::keysource::MnemonicArgs;
 
 /// Lines signed per batch: enough to keep every core busy, small enough to stream.
 const LINES_PER_BATCH: usize = 4096;
@@ -32,14 +32,10 @@ pub enum BulkType {
 
 #[derive(clap::Args)]
 pub struct SignBulkArgs {
-    /// File holding the BIP-39 mnemonic (English); its wallets m/44'/60'/0'/0/i sign.
-    #[arg(long)]
-    mnemonic_file: PathBuf,
-    /// File holding the BIP-39 passphrase (default: none; one trailing newline is ignored).
-    #[arg(long)]
-    passphrase_file: Option<PathBuf>,
-    /// Number of wallets W (indices 0 to W − 1); a record's `from` picks one, and may be absent
-    /// only when W is 1.
+    /// The mnemonic whose wallets sign (required): the key at --hd-path and the W − 1 after it.
+    #[command(flatten)]
+    mnemonic: MnemonicArgs,
+    /// Number of wallets W; a record's `from` picks one, and may be absent only when W is 1.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     wallets: u32,
     /// Chain id: filled in where a record has none; a record naming another is refused.
@@ -92,20 +88,10 @@ pub fn run(args: SignBulkArgs) -> anyhow::Result<ExitCode> {
         // Refused before the mnemonic is read: nothing random is ever signed for a public chain.
         check_filler_chain(args.chain_id.expect("clap requires --chain-id"))?;
     }
-    let phrase = read_secret_text(&args.mnemonic_file, "mnemonic-file")?;
-    // One trailing newline ends the file, not the passphrase (as for password files).
-    let passphrase = match &args.passphrase_file {
-        Some(p) => {
-            let text = read_secret_text(p, "passphrase-file")?;
-            let kept = text.strip_suffix('\n').unwrap_or(&text);
-            Zeroizing::new(kept.strip_suffix('\r').unwrap_or(kept).to_owned())
-        }
-        None => Zeroizing::new(String::new()),
-    };
-    let wallet = EthWallet::from_mnemonic(&phrase, &passphrase)?;
-    let keys = (0..args.wallets)
-        .map(|i| wallet.key(i))
-        .collect::<Result<Vec<_>, _>>()?;
+    if args.mnemonic.mnemonic_file.is_none() {
+        bail!("--mnemonic-file: required (the wallets that sign)");
+    }
+    let keys = args.mnemonic.keys(args.wallets)?;
     let threads = args.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |t| t as usize,
@@ -294,12 +280,4 @@ fn random(
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-pub fn read_secret_text(path: &Path, what: &str) -> anyhow::Result<Zeroizing<String>> {
-    let mut text = Zeroizing::new(String::new());
-    File::open(path)
-        .and_then(|mut f| f.read_to_string(&mut text))
-        .with_context(|| format!("{what}: cannot read {}", path.display()))?;
-    Ok(text)
 }

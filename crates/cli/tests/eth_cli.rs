@@ -454,3 +454,292 @@ fn eth_sign_applies_the_chain_and_streams_each_answer() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+fn stdout_line(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone())
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// `eth account new`, `import` and `list` on one key directory, and the files signing.
+#[test]
+fn account_new_import_list_round_trip() {
+    let dir = TempDir::new("account");
+    let keystore = dir.path("wallet/keystore"); // created, parents too
+    let password = dir.file("pw", "correct horse\n");
+    let account = |args: &[&str]| {
+        let mut command = chainsig();
+        command
+            .args(["eth", "account"])
+            .args(args)
+            .arg("--keystore")
+            .arg(&keystore);
+        command
+    };
+    let with_password = |mut command: Command| {
+        command
+            .arg("--password-file")
+            .arg(&password)
+            .args(["--kdf", "scrypt-light"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let created = stdout_line(&with_password(account(&["new"])));
+    let created: alloy_primitives::Address = created.parse().unwrap();
+    let key_file = dir.file("key.hex", KEY_46);
+    let mut import = account(&["import"]);
+    import.arg(&key_file);
+    let imported = stdout_line(&with_password(import));
+    assert_eq!(imported, "0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F");
+    // The same key again is refused, naming the file that holds it.
+    let mut again = account(&["import"]);
+    again.arg(&key_file);
+    let again = with_password(again);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+
+    let mut files: Vec<_> = std::fs::read_dir(&keystore)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2);
+    for (file, address) in files.iter().zip([
+        hex::encode(created),
+        "9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f".to_owned(),
+    ]) {
+        // geth's name: UTC--2026-12-06T19-30-01.123456789Z--<address>.
+        let name = file.file_name().unwrap().to_str().unwrap();
+        let (time, named) = name
+            .strip_prefix("UTC--")
+            .unwrap()
+            .split_once("Z--")
+            .unwrap();
+        assert_eq!(named, address);
+        assert_eq!(time.len(), 29, "{name}");
+        assert!(time.chars().enumerate().all(|(i, c)| match i {
+            4 | 7 | 13 | 16 => c == '-',
+            10 => c == 'T',
+            19 => c == '.',
+            _ => c.is_ascii_digit(),
+        }));
+        #[cfg(unix)]
+        assert_eq!(mode(file), 0o600, "{name}");
+    }
+    #[cfg(unix)]
+    assert_eq!(mode(&keystore), 0o700);
+
+    let list = chainsig()
+        .args(["eth", "account", "list", "--keystore"])
+        .arg(&keystore)
+        .output()
+        .unwrap();
+    let list = stdout_line(&list);
+    let expected: Vec<String> = files
+        .iter()
+        .enumerate()
+        .map(|(i, file)| {
+            let address = file.to_str().unwrap().rsplit("--").next().unwrap();
+            format!(
+                "Account #{i}: {{{address}}} keystore://{}",
+                std::path::absolute(file).unwrap().display()
+            )
+        })
+        .collect();
+    assert_eq!(list, expected.join("\n"));
+
+    // The imported geth file signs, its password from the environment.
+    let mut sign = chainsig();
+    sign.args(["eth", "sign", "--keystore"])
+        .arg(&files[1])
+        .args(["--password-env", "CHAINSIG_TEST_KEYSTORE_PASSWORD"])
+        .env("CHAINSIG_TEST_KEYSTORE_PASSWORD", "correct horse");
+    let output = run_with_stdin(sign, &format!("{EIP155_TX}\n"));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(json_lines(&output)[0]["raw"], EIP155_RAW);
+    // An unset variable is an error naming it, never an empty password.
+    let unset = chainsig()
+        .args(["eth", "sign", "--keystore"])
+        .arg(&files[1])
+        .args(["--password-env", "CHAINSIG_TEST_SURELY_UNSET"])
+        .env_remove("CHAINSIG_TEST_SURELY_UNSET")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(unset.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unset.stderr).contains("CHAINSIG_TEST_SURELY_UNSET"));
+    // Without any password and no terminal to ask on, the error says how to give one.
+    let none = chainsig()
+        .args(["eth", "sign", "--keystore"])
+        .arg(&files[1])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("--password-file"));
+}
+
+#[test]
+fn keystore_encrypt_writes_0600_and_never_overwrites() {
+    let dir = TempDir::new("encrypt-once");
+    let key = dir.file("key.hex", KEY_46);
+    let password = dir.file("pw", "pw\n");
+    let out = dir.path("key.json");
+    let encrypt = || {
+        chainsig()
+            .args([
+                "eth",
+                "keystore-encrypt",
+                "--kdf",
+                "scrypt-light",
+                "--key-file",
+            ])
+            .arg(&key)
+            .arg("--password-file")
+            .arg(&password)
+            .arg("--out")
+            .arg(&out)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    stdout_line(&encrypt());
+    #[cfg(unix)]
+    assert_eq!(mode(&out), 0o600);
+    let first = std::fs::read(&out).unwrap();
+    let refused = encrypt();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(out.to_str().unwrap()) && stderr.contains("overwrite"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), first);
+}
+
+fn words_of(phrase: &str) -> usize {
+    // The eth crate checks the BIP-39 checksum and word list.
+    chainsig_eth::hd::mnemonic_seed(phrase, "").unwrap();
+    phrase.split_whitespace().count()
+}
+
+#[test]
+fn mnemonic_new_writes_valid_phrases_once() {
+    let dir = TempDir::new("mnemonic");
+    let new = |args: &[&str]| {
+        chainsig()
+            .args(["eth", "mnemonic", "new"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out12 = dir.path("m12");
+    let made = new(&["--out", out12.to_str().unwrap()]);
+    assert!(made.status.success());
+    assert!(made.stdout.is_empty(), "the phrase goes to the file only");
+    let phrase12 = std::fs::read_to_string(&out12).unwrap();
+    assert_eq!(words_of(&phrase12), 12);
+    #[cfg(unix)]
+    assert_eq!(mode(&out12), 0o600);
+    let out24 = dir.path("m24");
+    assert!(new(&["--words", "24", "--out", out24.to_str().unwrap()])
+        .status
+        .success());
+    assert_eq!(words_of(&std::fs::read_to_string(&out24).unwrap()), 24);
+    // Never over an existing file; the file keeps its phrase.
+    let again = new(&["--out", out12.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("overwrite"));
+    assert_eq!(std::fs::read_to_string(&out12).unwrap(), phrase12);
+    // Standard output only when asked for with `--out -`; an --out is required.
+    let printed = new(&["--out", "-"]);
+    assert!(printed.status.success());
+    let printed = String::from_utf8(printed.stdout).unwrap();
+    assert_eq!(words_of(&printed), 12);
+    assert_ne!(printed, phrase12);
+    assert_eq!(new(&[]).status.code(), Some(2));
+    assert_eq!(new(&["--words", "15", "--out", "-"]).status.code(), Some(2));
+
+    // A new phrase signs through --mnemonic-file with the key the hd module derives.
+    let wallet = chainsig_eth::hd::EthWallet::from_mnemonic(&phrase12, "").unwrap();
+    let mut sign = chainsig();
+    sign.args(["eth", "sign", "--mnemonic-file"]).arg(&out12);
+    let output = run_with_stdin(sign, &format!("{EIP155_TX}\n"));
+    assert_eq!(
+        json_lines(&output)[0]["from"],
+        wallet.key(0).unwrap().address().to_checksum(None)
+    );
+}
+
+#[test]
+fn sign_with_a_mnemonic_and_an_hd_path() {
+    let dir = TempDir::new("sign-hd");
+    let mnemonic = dir.file(
+        "mnemonic",
+        "test test test test test test test test test test test junk\n",
+    );
+    let sign = |extra: &[&str]| {
+        let mut command = chainsig();
+        command
+            .args(["eth", "sign", "--mnemonic-file"])
+            .arg(&mnemonic)
+            .args(extra);
+        run_with_stdin(command, &format!("{EIP155_TX}\n"))
+    };
+    let first = json_lines(&sign(&[]));
+    assert_eq!(
+        first[0]["from"],
+        "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+    );
+    let path = "m/44'/60'/0'/0/5";
+    let seed = chainsig_eth::hd::mnemonic_seed(
+        "test test test test test test test test test test test junk",
+        "",
+    )
+    .unwrap();
+    let derived = chainsig_eth::hd::ExtendedKey::from_seed(seed.as_ref())
+        .unwrap()
+        .derive_path(path)
+        .unwrap()
+        .private_key()
+        .unwrap();
+    let fifth = json_lines(&sign(&["--hd-path", path]));
+    assert_eq!(fifth[0]["from"], derived.address().to_checksum(None));
+    let raw = hex::decode(&fifth[0]["raw"].as_str().unwrap()[2..]).unwrap();
+    assert_eq!(
+        chainsig_eth::decode_raw(&raw).unwrap().from,
+        derived.address()
+    );
+    // One key source at a time, and a bad path is named.
+    let refused = |extra: &[&str]| {
+        chainsig()
+            .args(["eth", "sign", "--mnemonic-file"])
+            .arg(&mnemonic)
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let both = refused(&["--key-file", mnemonic.to_str().unwrap()]);
+    assert_eq!(both.status.code(), Some(2));
+    let bad = refused(&["--hd-path", "m/44'/x"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("hd-path"));
+}

@@ -557,3 +557,100 @@ fn limit_flags_are_bounded() {
         assert!(stderr.contains(limit), "{flag} {value}: {stderr}");
     }
 }
+
+/// geth's key files (one password for all), chainsig's own with their `.pass`, and a mnemonic's
+/// accounts, served together.
+#[test]
+fn serves_geth_key_files_and_mnemonic_accounts() {
+    let dir = keys_dir("geth-keys");
+    let geth_key = PrivateKey::from_bytes(&[7; 32]).unwrap();
+    let text = keystore::encrypt(&geth_key, b"shared", Kdf::Pbkdf2 { c: 2 }).unwrap();
+    let name = format!(
+        "UTC--2026-12-06T19-30-01.123456789Z--{}",
+        hex::encode(geth_key.address())
+    );
+    std::fs::write(dir.0.join(name), text).unwrap();
+    std::fs::write(dir.0.join("shared.txt"), "shared\n").unwrap();
+    std::fs::write(
+        dir.0.join("mnemonic"),
+        "test test test test test test test test test test test junk\n",
+    )
+    .unwrap();
+    let password = dir.0.join("shared.txt");
+    let mnemonic = dir.0.join("mnemonic");
+    let served = Served::start(
+        &dir,
+        &[
+            "--password-file",
+            password.to_str().unwrap(),
+            "--mnemonic-file",
+            mnemonic.to_str().unwrap(),
+            "--hd-accounts",
+            "2",
+        ],
+    );
+    let rpc = r#"{"jsonrpc":"2.0","id":1,"method":"eth_accounts"}"#;
+    let (status, body) = http(
+        served.http,
+        &format!("POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{rpc}", rpc.len()),
+    );
+    assert_eq!(status, 200);
+    let body = body.to_lowercase();
+    for address in [
+        "0x9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f".to_owned(),
+        format!("{:#x}", geth_key.address()),
+        "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266".to_owned(),
+        "0x70997970c51812dc3a010c7d01b50e0d17dc79c8".to_owned(),
+    ] {
+        assert!(body.contains(&address), "{address} in {body}");
+    }
+    served.sigterm();
+    let (code, log) = served.exit();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        !log.contains("shared") && !log.contains("test test"),
+        "{log}"
+    );
+}
+
+#[test]
+fn refuses_key_files_it_cannot_or_should_not_open() {
+    let dir = keys_dir("hostile");
+    let start = |dir: &TempDir| {
+        chainsig()
+            .args(["serve", "--http", "127.0.0.1:0", "--keys"])
+            .arg(&dir.0)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // A geth file without a password (no .pass beside it, none given, no terminal): named.
+    let key = PrivateKey::from_bytes(&[7; 32]).unwrap();
+    let text = keystore::encrypt(&key, b"x", Kdf::Pbkdf2 { c: 2 }).unwrap();
+    let name = "UTC--2026-12-06T19-30-01.123456789Z--0000000000000000000000000000000000000007";
+    std::fs::write(dir.0.join(name), &text).unwrap();
+    let output = start(&dir);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(name) && stderr.contains("no password"),
+        "{stderr}"
+    );
+    std::fs::remove_file(dir.0.join(name)).unwrap();
+    // A keystore asking for scrypt p = 2^29 is refused at once, by file and parameter.
+    let mut hostile: serde_json::Value = serde_json::from_str(&text).unwrap();
+    hostile["crypto"]["kdf"] = "scrypt".into();
+    hostile["crypto"]["kdfparams"] =
+        serde_json::json!({"dklen": 32, "n": 2, "r": 1, "p": 1u64 << 29, "salt": "00"});
+    std::fs::write(dir.0.join("zz.json"), hostile.to_string()).unwrap();
+    std::fs::write(dir.0.join("zz.pass"), "x\n").unwrap();
+    let begun = Instant::now();
+    let output = start(&dir);
+    assert!(begun.elapsed() < Duration::from_secs(10));
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("zz.json") && stderr.contains("crypto.kdfparams.p"),
+        "{stderr}"
+    );
+}

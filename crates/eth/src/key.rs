@@ -33,6 +33,18 @@ impl PrivateKey {
         })
     }
 
+    /// A new key from the operating system's randomness.
+    pub fn random() -> Self {
+        loop {
+            let mut bytes = Zeroizing::new([0u8; 32]);
+            rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, bytes.as_mut());
+            // Zero or a value not below the group order: probability below 2^-127; draw again.
+            if let Ok(key) = Self::from_bytes(&bytes) {
+                return key;
+            }
+        }
+    }
+
     /// A key from hex (64 digits, optional `0x`, surrounding whitespace ignored, as in a key file).
     pub fn from_hex(text: &str) -> Result<Self, EthError> {
         let text = text.trim();
@@ -52,12 +64,11 @@ impl PrivateKey {
         Self::from_bytes(&bytes)
     }
 
-    /// Reads a raw hex key file.
+    /// Reads a raw hex key file (a few hundred bytes at most).
     pub fn from_key_file(path: &std::path::Path) -> Result<Self, EthError> {
-        let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|e| {
-            EthError::field("key-file", format!("cannot read {}: {e}", path.display()))
-        })?);
-        Self::from_hex(&text)
+        let bytes = crate::keydir::read_bounded(path, 1 << 10, "key-file")?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| EthError::field("key", "not hex"))?;
+        Self::from_hex(text)
     }
 
     /// The key's Ethereum address.

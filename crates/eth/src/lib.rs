@@ -10,7 +10,10 @@
 //! * [`authorization`]: EIP-7702 authorization tuples, signed on their own or inside a type-4
 //!   transaction; [`eip712`]: EIP-712 typed data.
 //! * [`signing`]: RFC 6979 low-s ECDSA through libsecp256k1 with per-thread blinded contexts.
-//! * [`key`], [`keystore`], [`hd`]: raw keys, Web3 Secret Storage v3 files, BIP-39/BIP-32 wallets.
+//! * [`key`], [`keystore`], [`hd`]: raw keys, Web3 Secret Storage v3 files (hostile ones refused
+//!   before any work), BIP-39/BIP-32 wallets and new mnemonics.
+//! * [`keydir`], [`password`]: geth-style keystore directories (`UTC--…` files, 0600, never
+//!   overwritten) and passwords from files or the environment.
 //! * [`Signer`]: keys held by address, the API a signing server builds on.
 //! * [`recover`]: senders of raw transactions and bare signatures, as `chainsig recover` reads them.
 //! * [`batch`]: the user's transactions signed in bulk (`chainsig eth sign-bulk`), nonces per sender.
@@ -27,7 +30,9 @@ pub mod chain;
 pub mod eip712;
 pub mod hd;
 pub mod key;
+pub mod keydir;
 pub mod keystore;
+pub mod password;
 pub mod quantity;
 pub mod recover;
 pub mod rfc6979;

@@ -329,6 +329,132 @@ fn keystore_errors_name_the_field() {
     );
 }
 
+/// A valid PBKDF2 keystore (two iterations) of `key` with its `crypto.kdf` and
+/// `crypto.kdfparams` replaced.
+fn with_kdf(kdf: &str, kdfparams: serde_json::Value) -> String {
+    let k = key("0x4646464646464646464646464646464646464646464646464646464646464646");
+    let mut document: serde_json::Value =
+        serde_json::from_str(&keystore::encrypt(&k, b"pw", Kdf::Pbkdf2 { c: 2 }).unwrap()).unwrap();
+    document["crypto"]["kdf"] = json!(kdf);
+    document["crypto"]["kdfparams"] = kdfparams;
+    document.to_string()
+}
+
+#[test]
+fn hostile_kdf_parameters_are_refused_before_any_work() {
+    let salt = "00".repeat(32);
+    let scrypt = |n: u64, r: u64, p: u64, dklen: u64| {
+        with_kdf(
+            "scrypt",
+            json!({"dklen": dklen, "n": n, "r": r, "p": p, "salt": salt}),
+        )
+    };
+    let pbkdf2 = |c: u64, dklen: u64| {
+        with_kdf(
+            "pbkdf2",
+            json!({"dklen": dklen, "c": c, "prf": "hmac-sha256", "salt": salt}),
+        )
+    };
+    let cases = [
+        // Each would take from minutes to forever, or terabytes, if derived.
+        (scrypt(2, 1, 1 << 29, 32), "crypto.kdfparams.p"),
+        (scrypt(1 << 14, 1 << 16, 1 << 16, 32), "crypto.kdfparams.r"),
+        (scrypt(1 << 14, 8, 1 << 16, 32), "crypto.kdfparams.p"),
+        (pbkdf2(u64::from(u32::MAX), 32), "crypto.kdfparams.c"),
+        (scrypt(1 << 12, 8, 1, 16), "crypto.kdfparams.dklen"),
+        (pbkdf2(2, 64), "crypto.kdfparams.dklen"),
+        // The edges of the limits.
+        (scrypt(1, 8, 1, 32), "crypto.kdfparams.n"),
+        (scrypt(3, 8, 1, 32), "crypto.kdfparams.n"),
+        (scrypt(1 << 21, 1, 1, 32), "crypto.kdfparams.n"),
+        (scrypt(1 << 20, 16, 1, 32), "crypto.kdfparams.n"), // 2 GiB
+        (scrypt(1 << 12, 0, 1, 32), "crypto.kdfparams.r"),
+        (scrypt(1 << 12, 17, 1, 32), "crypto.kdfparams.r"),
+        (scrypt(1 << 12, 8, 0, 32), "crypto.kdfparams.p"),
+        (scrypt(1 << 12, 8, 17, 32), "crypto.kdfparams.p"),
+        (pbkdf2(0, 32), "crypto.kdfparams.c"),
+        (pbkdf2(10_000_001, 32), "crypto.kdfparams.c"),
+        (
+            with_kdf(
+                "scrypt",
+                json!({"dklen": 32, "n": 1.5e3, "r": 8, "p": 1, "salt": salt}),
+            ),
+            "crypto.kdfparams.n",
+        ),
+    ];
+    for (text, field) in cases {
+        let start = std::time::Instant::now();
+        let err = keystore::decrypt(&text, b"pw").unwrap_err();
+        let took = start.elapsed();
+        assert_eq!(err.field_name(), field, "{err}");
+        assert!(
+            took < std::time::Duration::from_secs(1),
+            "{field}: {took:?}"
+        );
+    }
+    // The limits themselves are accepted (checked without deriving), and so are geth's settings.
+    assert!(Kdf::scrypt(1 << 20, 8, 16).is_ok());
+    assert!(Kdf::scrypt(2, 1, 1).is_ok());
+    assert!(Kdf::pbkdf2(10_000_000).is_ok());
+    assert!(Kdf::STANDARD.check().is_ok() && Kdf::LIGHT.check().is_ok());
+    // Nothing is written that could not be read back.
+    let k = key("0x4646464646464646464646464646464646464646464646464646464646464646");
+    let too_costly = Kdf::Scrypt {
+        log_n: 21,
+        r: 8,
+        p: 1,
+    };
+    assert_eq!(
+        keystore::encrypt(&k, b"pw", too_costly)
+            .unwrap_err()
+            .field_name(),
+        "crypto.kdfparams.n"
+    );
+}
+
+#[test]
+fn keystore_mac_and_address_are_checked() {
+    let k = key("0x4646464646464646464646464646464646464646464646464646464646464646");
+    let good: serde_json::Value =
+        serde_json::from_str(&keystore::encrypt(&k, b"pw", Kdf::LIGHT).unwrap()).unwrap();
+    assert_eq!(
+        keystore::decrypt(&good.to_string(), b"pw")
+            .unwrap()
+            .address(),
+        k.address()
+    );
+    let mut short_mac = good.clone();
+    short_mac["crypto"]["mac"] = json!("00".repeat(31));
+    let err = keystore::decrypt(&short_mac.to_string(), b"pw").unwrap_err();
+    assert_eq!(err.field_name(), "crypto.mac");
+    let mut other_address = good.clone();
+    other_address["address"] = json!("0x0000000000000000000000000000000000000001");
+    let err = keystore::decrypt(&other_address.to_string(), b"pw").unwrap_err();
+    assert_eq!(err.field_name(), "address");
+    let mut checksummed = good.clone();
+    checksummed["address"] = json!(k.address().to_checksum(None));
+    assert!(keystore::decrypt(&checksummed.to_string(), b"pw").is_ok());
+    let mut no_address = good;
+    no_address.as_object_mut().unwrap().remove("address");
+    assert!(keystore::decrypt(&no_address.to_string(), b"pw").is_ok());
+}
+
+/// A key file as geth writes it (from geth's keystore test data: scrypt n = 8, r = 8, p = 16,
+/// password `foobar`): another implementation's file decrypts to the address it declares.
+#[test]
+fn geth_written_keystore() {
+    let text = r#"{"address":"f466859ead1932d743d622cb74fc058882e8648a","crypto":{"cipher":"aes-128-ctr","ciphertext":"cb664472deacb41a2e995fa7f96fe29ce744471deb8d146a0e43c7898c9ddd4d","cipherparams":{"iv":"dfd9ee70812add5f4b8f89d0811c9158"},"kdf":"scrypt","kdfparams":{"dklen":32,"n":8,"p":16,"r":8,"salt":"0d6769bf016d45c479213990d6a08d938469c4adad8a02ce507b4a4e7b7739f1"},"mac":"bac9af994b15a45dd39669fc66f9aa8a3b9dd8c22cb16e4d8d7ea089d0f1a1a9"},"id":"472e8b3d-afb6-45b5-8111-72c89895099a","version":3}"#;
+    let k = keystore::decrypt(text, b"foobar").unwrap();
+    assert_eq!(
+        k.address(),
+        address!("f466859ead1932d743d622cb74fc058882e8648a")
+    );
+    assert_eq!(
+        keystore::decrypt(text, b"foobaz").unwrap_err().field_name(),
+        "password"
+    );
+}
+
 const DEV_MNEMONIC: &str = "test test test test test test test test test test test junk";
 
 #[test]

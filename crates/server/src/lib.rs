@@ -2,7 +2,7 @@
 //! REST over HTTP, and gRPC, on one listener, and gRPC alone on a second one when asked
 //! ([`serve_listeners`]; `chainsig serve --grpc ADDR`).
 //!
-//! * [`keys`]: keys from a directory of keystore v3 files with their password files.
+//! * [`keys`]: keys from keystore v3 files (chainsig's and geth's) and from a mnemonic.
 //! * [`rpc`]: JSON-RPC 2.0 at `POST /` (single and batch): the envelope, `chainsig_verifyBatch`,
 //!   `chainsig_recoverBatch`; [`eth_rpc`]: the methods of geth and clef (`eth_chainId`,
 //!   `eth_signTransaction`, `personal_sign`, `eth_signTypedData_v4`, `account_*`, …).
@@ -405,7 +405,8 @@ pub struct ServeOptions {
     /// A separate gRPC listener. `None`, or the same address as `http` (port 0 excepted, which
     /// asks for a fresh port each time), serves gRPC on the `http` listener alone.
     pub grpc: Option<SocketAddr>,
-    pub keys: PathBuf,
+    /// The signing keys: a key directory, passwords, derived keys, the time loading may take.
+    pub keys: keys::KeySource,
     pub auth_tokens: Option<PathBuf>,
     /// HTTPS instead of HTTP when given (on both listeners).
     pub tls: Option<tls::TlsFiles>,
@@ -434,7 +435,7 @@ pub fn run(options: ServeOptions, registry: Registry) -> Result<(), String> {
         }
         None => None,
     };
-    let mut signer = keys::load_dir(&options.keys).map_err(|e| format!("--keys: {e}"))?;
+    let mut signer = keys::load(&options.keys).map_err(|e| format!("--keys: {e}"))?;
     signer.set_policy(options.chain);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
