@@ -46,6 +46,9 @@ pub struct Context {
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// Rows that share a low-s rule: their indices and records.
+type Group = (Vec<usize>, Vec<Result<VerifyRecord, RecordError>>);
+
 /// Verdicts of one batch in the caller's layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
@@ -116,7 +119,9 @@ impl Context {
         let mut cuda = None;
         if backend == CPU {
             if cuda_config.is_some() {
-                return Err(arg("a CUDA configuration was given for the cpu backend".into()));
+                return Err(arg(
+                    "a CUDA configuration was given for the cpu backend".into()
+                ));
             }
         } else {
             let config = match cuda_config {
@@ -176,8 +181,8 @@ impl Context {
             errors: vec![CS_OK; n],
             note: None,
         };
-        let mut groups: [(Vec<usize>, Vec<Result<VerifyRecord, RecordError>>); 2] =
-            Default::default();
+        // Records by low-s rule (0: off, 1: on), with their row indices.
+        let mut groups: [Group; 2] = Default::default();
         for (i, row) in rows.into_iter().enumerate() {
             match row {
                 Ok((record, low_s)) => {
@@ -226,7 +231,8 @@ impl Context {
                 note.get_or_insert_with(|| format!("record {i}: v is {v} (expected 0 or 1)"));
                 continue;
             }
-            let field = |k: usize| -> [u8; 32] { item[32 * k..32 * k + 32].try_into().expect("32") };
+            let field =
+                |k: usize| -> [u8; 32] { item[32 * k..32 * k + 32].try_into().expect("32") };
             wanted.push(i);
             requests.push(RecoverItem {
                 digest: field(0),
@@ -269,13 +275,11 @@ impl Context {
         };
         let backend = |e: String| Failure::new(CS_ERR_BACKEND, e);
         let tables = SignerTables::build(&keys).map_err(backend)?;
-        cuda.load_signers(&tables).map_err(|e| backend(e.to_string()))?;
+        cuda.load_signers(&tables)
+            .map_err(|e| backend(e.to_string()))?;
         // As `chainsig verify --signers`: a few records per core outside the set run on the CPU
         // beside the GPU's known part.
-        let cpu = self
-            .registry
-            .get(CPU)
-            .map_err(|e| backend(e.to_string()))?;
+        let cpu = self.registry.get(CPU).map_err(|e| backend(e.to_string()))?;
         cuda.set_host_helper(cpu, 8 * rayon::current_num_threads())
             .map_err(|e| backend(e.to_string()))
     }

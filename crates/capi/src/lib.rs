@@ -393,9 +393,9 @@ pub unsafe extern "C" fn cs_load_signers(
             (_, 0) => &[],
             (true, _) => return Err(null("pubkeys")),
             (false, n) => {
-                let len = n.checked_mul(CS_SIGNER_KEY_LEN).ok_or_else(|| {
-                    Failure::new(CS_ERR_ARGUMENT, format!("n {n} is too large"))
-                })?;
+                let len = n
+                    .checked_mul(CS_SIGNER_KEY_LEN)
+                    .ok_or_else(|| Failure::new(CS_ERR_ARGUMENT, format!("n {n} is too large")))?;
                 std::slice::from_raw_parts(pubkeys, len)
             }
         };

@@ -82,9 +82,7 @@ pub fn check_buffer(ptr: *const u8, len: usize, n_rows: usize) -> Result<(), Fai
     if len / CS_ROW_MIN_LEN < n_rows {
         return Err(Failure::new(
             CS_ERR_ARGUMENT,
-            format!(
-                "{len} bytes cannot hold {n_rows} rows (each at least {CS_ROW_MIN_LEN} bytes)"
-            ),
+            format!("{len} bytes cannot hold {n_rows} rows (each at least {CS_ROW_MIN_LEN} bytes)"),
         ));
     }
     Ok(())
@@ -187,7 +185,10 @@ fn parse_row(row: &[u8]) -> ParsedRow {
         return format_err("reserved header bytes are not zero".into());
     }
     if h.flags & !KNOWN_FLAGS != 0 {
-        return format_err(format!("unknown flag bits 0x{:02x}", h.flags & !KNOWN_FLAGS));
+        return format_err(format!(
+            "unknown flag bits 0x{:02x}",
+            h.flags & !KNOWN_FLAGS
+        ));
     }
     let low_s = h.flags & CS_FLAG_LOW_S != 0;
     if low_s && alg == Algorithm::Sm2 {
@@ -238,7 +239,12 @@ fn parse_row(row: &[u8]) -> ParsedRow {
         }
         match <[u8; 32]>::try_from(payload_bytes) {
             Ok(digest) => Payload::Digest(digest),
-            Err(_) => return length_err(format!("msg_len {} of a digest row (expected 32)", h.msg_len)),
+            Err(_) => {
+                return length_err(format!(
+                    "msg_len {} of a digest row (expected 32)",
+                    h.msg_len
+                ))
+            }
         }
     };
 

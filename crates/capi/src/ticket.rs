@@ -69,7 +69,10 @@ pub fn submit(
                 "internal error while verifying",
             ))
         });
-        *worker_ticket.result.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+        *worker_ticket
+            .result
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(result);
         worker_ticket.done.notify_all();
     }))?;
     let id = context::next_id();
@@ -83,7 +86,10 @@ pub fn submit(
 impl Ticket {
     /// Whether the batch has finished.
     pub fn is_done(&self) -> bool {
-        self.result.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+        self.result
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
     /// Blocks until the batch finishes; its verdicts or why it failed.
@@ -95,4 +101,3 @@ impl Ticket {
         slot.clone().expect("finished")
     }
 }
-

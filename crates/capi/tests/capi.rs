@@ -112,7 +112,8 @@ fn pack(rows: &[Row]) -> (Vec<u64>, usize) {
 
 fn pack_bytes(bytes: &[u8]) -> (Vec<u64>, usize) {
     let mut words = vec![0u64; bytes.len().div_ceil(8) + 1];
-    let dst = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
+    let dst =
+        unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
     dst[..bytes.len()].copy_from_slice(bytes);
     (words, bytes.len())
 }
@@ -257,7 +258,9 @@ fn verdicts_equal_the_cpu_pipeline_and_the_generator() {
     for (i, row) in rows.iter().enumerate() {
         assert_eq!(bit(&bitmap, i), pipeline[i], "row {i}: {row:?}");
         let high_s = row.alg != CS_ALG_SM2
-            && alg_of(row.alg).curve().is_high_s(&row.sig[32..].try_into().unwrap());
+            && alg_of(row.alg)
+                .curve()
+                .is_high_s(&row.sig[32..].try_into().unwrap());
         if !(row.flags & CS_FLAG_LOW_S != 0 && high_s) {
             // Both s and n − s verify without the rule; with it a high s must fail.
             checked_against_generator += 1;
@@ -316,7 +319,10 @@ fn bad_rows_get_their_own_codes_and_the_rest_are_verified() {
         (padding, CS_REC_FORMAT),
         (mutate(&|r| r.flags |= 0x80), CS_REC_FORMAT),
         (mutate(&|r| r.flags |= 5 << CS_HASH_SHIFT), CS_REC_FORMAT),
-        (mutate(&|r| r.flags |= CS_HASH_SHA256 << CS_HASH_SHIFT), CS_REC_FORMAT), // digest row
+        (
+            mutate(&|r| r.flags |= CS_HASH_SHA256 << CS_HASH_SHIFT),
+            CS_REC_FORMAT,
+        ), // digest row
         (
             mutate(&|r| {
                 r.flags |= CS_FLAG_MESSAGE | (CS_HASH_SM3 << CS_HASH_SHIFT);
@@ -372,7 +378,11 @@ fn bad_rows_get_their_own_codes_and_the_rest_are_verified() {
     }
     assert!(bit(&bitmap, 0) && bit(&bitmap, cases.len() - 1));
     assert!(!bit(&bitmap, cases.len() - 2));
-    assert!(last_error(ctx.0).starts_with("record 1: algorithm byte 9"), "{}", last_error(ctx.0));
+    assert!(
+        last_error(ctx.0).starts_with("record 1: algorithm byte 9"),
+        "{}",
+        last_error(ctx.0)
+    );
     for code in [CS_OK, CS_REC_TRUNCATED, CS_ERR_CLOSED, 12345] {
         let text = unsafe { CStr::from_ptr(cs_status_str(code)) };
         assert!(!text.to_bytes().is_empty());
@@ -387,7 +397,9 @@ fn truncated_rows_are_reported_and_never_read_past_the_end() {
         invalid_ratio: 0.0,
         msg_len: 10,
     };
-    let rows: Vec<Row> = (0..3).map(|i| row_of(&record(&spec, i), true, None)).collect();
+    let rows: Vec<Row> = (0..3)
+        .map(|i| row_of(&record(&spec, i), true, None))
+        .collect();
     let ctx = Ctx::open("cpu");
     // The second row claims a message of 4 GiB, the third of 1000 bytes more than remain.
     for bad_len in [u32::MAX, 1000] {
@@ -407,7 +419,11 @@ fn truncated_rows_are_reported_and_never_read_past_the_end() {
     }
     // The buffer ends in the middle of the last row's header: truncated too.
     let mut bytes: Vec<u8> = rows.iter().flat_map(|r| r.bytes()).collect();
-    bytes.extend_from_slice(&[CS_ALG_P256, 0, 0, 0, 0, 0, 0, 0]);
+    let mut partial = vec![0u8; 40];
+    partial[0] = CS_ALG_P256;
+    partial[4] = 32; // a digest
+    partial[10] = 65; // an uncompressed key: 173 bytes, of which 40 are there
+    bytes.extend_from_slice(&partial);
     let (words, len) = pack_bytes(&bytes);
     let (code, _, errors) = ctx.verify(&words, len, 4);
     assert_eq!(code, CS_OK);
@@ -422,36 +438,56 @@ fn bad_calls_return_codes() {
         invalid_ratio: 0.0,
         msg_len: 0,
     };
-    let rows: Vec<Row> = (0..2).map(|i| row_of(&record(&spec, i), false, None)).collect();
+    let rows: Vec<Row> = (0..2)
+        .map(|i| row_of(&record(&spec, i), false, None))
+        .collect();
     let (words, len) = pack(&rows);
     let ctx = Ctx::open("cpu");
     let p = words.as_ptr().cast::<u8>();
     let mut bitmap = [u64::MAX; 2];
     let mut call = |ctx: *mut cs_context, rows: *const u8, len: usize, n: usize, words: usize| {
         bitmap = [u64::MAX; 2];
-        let bm = if words == usize::MAX { null_mut() } else { bitmap.as_mut_ptr() };
+        let bm = if words == usize::MAX {
+            null_mut()
+        } else {
+            bitmap.as_mut_ptr()
+        };
         let code = unsafe { cs_verify(ctx, rows, len, n, bm, words.min(2), null_mut()) };
         (code, bitmap)
     };
-    assert_eq!(call(ctx.0, p, len, 2, 1), (CS_OK, [3, 0]));
+    assert_eq!(call(ctx.0, p, len, 2, 1), (CS_OK, [3, u64::MAX]));
     assert_eq!(call(ctx.0, null(), len, 2, 1).0, CS_ERR_NULL);
     assert_eq!(call(ctx.0, p, len, 2, usize::MAX).0, CS_ERR_NULL);
     assert_eq!(call(ctx.0, p, len, 0, 1), (CS_ERR_ARGUMENT, [0, u64::MAX]));
     assert_eq!(call(ctx.0, p, 0, 2, 1).0, CS_ERR_ARGUMENT);
     assert_eq!(call(ctx.0, p, len, 2, 0).0, CS_ERR_ARGUMENT);
-    assert_eq!(call(ctx.0, unsafe { p.add(1) }, len - 8, 1, 1).0, CS_ERR_ALIGNMENT);
+    assert_eq!(
+        call(ctx.0, unsafe { p.add(1) }, len - 8, 1, 1).0,
+        CS_ERR_ALIGNMENT
+    );
     assert_eq!(call(ctx.0, p, len - 4, 2, 1).0, CS_ERR_ALIGNMENT);
     assert_eq!(call(ctx.0, p, 112, 2, 1).0, CS_ERR_ARGUMENT); // cannot hold two rows
     assert_eq!(call(ctx.0, p, len, 1, 1).0, CS_ERR_ARGUMENT); // a row's bytes left over
-    assert!(last_error(ctx.0).contains("left after row 0"), "{}", last_error(ctx.0));
-    assert_eq!(call(null_mut(), p, len, 2, 1), (CS_ERR_CLOSED, [0, 0]));
-    assert_eq!(call(12345 as *mut cs_context, p, len, 2, 1).0, CS_ERR_CLOSED);
-    assert!(last_error(null()).contains("closed"), "{}", last_error(null()));
-    assert_eq!(call(ctx.0, p, len, 2, 1), (CS_OK, [3, 0]));
+    assert!(
+        last_error(ctx.0).contains("left after row 0"),
+        "{}",
+        last_error(ctx.0)
+    );
+    assert_eq!(call(null_mut(), p, len, 2, 2), (CS_ERR_CLOSED, [0, 0]));
+    assert_eq!(
+        call(12345 as *mut cs_context, p, len, 2, 1).0,
+        CS_ERR_CLOSED
+    );
+    assert!(
+        last_error(null()).contains("closed"),
+        "{}",
+        last_error(null())
+    );
+    assert_eq!(call(ctx.0, p, len, 2, 1), (CS_OK, [3, u64::MAX]));
     assert_eq!(last_error(ctx.0), "");
 
     // Opening.
-    let mut out = 1usize as *mut cs_context;
+    let mut out = std::ptr::dangling_mut::<cs_context>();
     let bad = |name: &str, config: Option<&str>| {
         let name = CString::new(name).unwrap();
         let config = config.map(|c| CString::new(c).unwrap());
@@ -472,7 +508,10 @@ fn bad_calls_return_codes() {
     assert_eq!(bad("auto", Some("not json")), CS_ERR_ARGUMENT);
     assert_eq!(unsafe { cs_open(null(), null(), &mut out) }, CS_ERR_NULL);
     assert!(out.is_null());
-    assert_eq!(unsafe { cs_open(c"cpu".as_ptr(), null(), null_mut()) }, CS_ERR_NULL);
+    assert_eq!(
+        unsafe { cs_open(c"cpu".as_ptr(), null(), null_mut()) },
+        CS_ERR_NULL
+    );
 
     // Closing: once, then refused; the handle is never reused.
     let other = Ctx::open("cpu");
@@ -504,14 +543,37 @@ fn one_context_serves_many_threads() {
                     let mut bitmap = [0u64; 1];
                     let mut errors = [0i32; 50];
                     let code = unsafe {
-                        cs_verify(ctx, words.as_ptr().cast(), len, 50, bitmap.as_mut_ptr(), 1, errors.as_mut_ptr())
+                        cs_verify(
+                            ctx,
+                            words.as_ptr().cast(),
+                            len,
+                            50,
+                            bitmap.as_mut_ptr(),
+                            1,
+                            errors.as_mut_ptr(),
+                        )
                     };
                     assert_eq!(code, CS_OK, "{}", last_error(ctx));
                     for k in 0..50 {
-                        assert_eq!(bit(&bitmap, k), pipeline[from + k], "thread {t} row {}", from + k);
+                        assert_eq!(
+                            bit(&bitmap, k),
+                            pipeline[from + k],
+                            "thread {t} row {}",
+                            from + k
+                        );
                     }
                     // A failure on this thread is not seen by the others.
-                    let code = unsafe { cs_verify(ctx, words.as_ptr().cast(), len, 0, bitmap.as_mut_ptr(), 1, null_mut()) };
+                    let code = unsafe {
+                        cs_verify(
+                            ctx,
+                            words.as_ptr().cast(),
+                            len,
+                            0,
+                            bitmap.as_mut_ptr(),
+                            1,
+                            null_mut(),
+                        )
+                    };
                     assert_eq!(code, CS_ERR_ARGUMENT);
                     assert!(last_error(ctx).contains("n_rows is 0"));
                 }
@@ -533,7 +595,8 @@ fn submitted_batches_finish_in_any_order_with_the_same_verdicts() {
     for batch in &batches {
         let (words, len) = pack(batch);
         let mut ticket = null_mut();
-        let code = unsafe { cs_submit(ctx.0, words.as_ptr().cast(), len, batch.len(), &mut ticket) };
+        let code =
+            unsafe { cs_submit(ctx.0, words.as_ptr().cast(), len, batch.len(), &mut ticket) };
         assert_eq!(code, CS_OK, "{}", last_error(ctx.0));
         drop(words); // the library keeps its own copy
         tickets.push(ticket);
@@ -557,7 +620,10 @@ fn submitted_batches_finish_in_any_order_with_the_same_verdicts() {
         assert_eq!(unsafe { cs_ticket_free(ticket) }, CS_OK);
         assert_eq!(unsafe { cs_ticket_free(ticket) }, CS_ERR_CLOSED);
         assert_eq!(unsafe { cs_poll(ticket) }, CS_ERR_CLOSED);
-        assert_eq!(unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), 1, null_mut()) }, CS_ERR_CLOSED);
+        assert_eq!(
+            unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), 1, null_mut()) },
+            CS_ERR_CLOSED
+        );
     }
 
     // A ticket whose batch fails as a whole (bytes left over) reports it at wait.
@@ -567,19 +633,38 @@ fn submitted_batches_finish_in_any_order_with_the_same_verdicts() {
     let code = unsafe { cs_submit(ctx.0, words.as_ptr().cast(), len + 8 * 14, 1, &mut ticket) };
     assert_eq!(code, CS_OK, "{}", last_error(ctx.0));
     let mut bitmap = [u64::MAX];
-    assert_eq!(unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), 1, null_mut()) }, CS_ERR_ARGUMENT);
+    assert_eq!(
+        unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), 1, null_mut()) },
+        CS_ERR_ARGUMENT
+    );
     assert_eq!(bitmap, [0]);
-    assert!(last_error(ctx.0).contains("left after row 0"), "{}", last_error(ctx.0));
+    assert!(
+        last_error(ctx.0).contains("left after row 0"),
+        "{}",
+        last_error(ctx.0)
+    );
     // Too small a bitmap at wait.
-    assert_eq!(unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), 0, null_mut()) }, CS_ERR_ARGUMENT);
+    assert_eq!(
+        unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), 0, null_mut()) },
+        CS_ERR_ARGUMENT
+    );
     unsafe { cs_ticket_free(ticket) };
 
     // Shape errors at submission; NULL tickets.
-    let mut ticket = 1usize as *mut cs_ticket;
-    assert_eq!(unsafe { cs_submit(ctx.0, words.as_ptr().cast(), len, 0, &mut ticket) }, CS_ERR_ARGUMENT);
+    let mut ticket = std::ptr::dangling_mut::<cs_ticket>();
+    assert_eq!(
+        unsafe { cs_submit(ctx.0, words.as_ptr().cast(), len, 0, &mut ticket) },
+        CS_ERR_ARGUMENT
+    );
     assert!(ticket.is_null());
-    assert_eq!(unsafe { cs_submit(ctx.0, null(), len, 1, &mut ticket) }, CS_ERR_NULL);
-    assert_eq!(unsafe { cs_submit(ctx.0, words.as_ptr().cast(), len, 1, null_mut()) }, CS_ERR_NULL);
+    assert_eq!(
+        unsafe { cs_submit(ctx.0, null(), len, 1, &mut ticket) },
+        CS_ERR_NULL
+    );
+    assert_eq!(
+        unsafe { cs_submit(ctx.0, words.as_ptr().cast(), len, 1, null_mut()) },
+        CS_ERR_NULL
+    );
     assert_eq!(unsafe { cs_poll(null_mut()) }, CS_ERR_CLOSED);
     assert_eq!(unsafe { cs_ticket_free(null_mut()) }, CS_ERR_CLOSED);
 
@@ -589,18 +674,27 @@ fn submitted_batches_finish_in_any_order_with_the_same_verdicts() {
     let mut pending = Vec::new();
     for _ in 0..3 {
         let mut ticket = null_mut();
-        assert_eq!(unsafe { cs_submit(other.0, words.as_ptr().cast(), len, rows.len(), &mut ticket) }, CS_OK);
+        assert_eq!(
+            unsafe { cs_submit(other.0, words.as_ptr().cast(), len, rows.len(), &mut ticket) },
+            CS_OK
+        );
         pending.push(ticket);
     }
     // One freed before it finishes.
     assert_eq!(unsafe { cs_ticket_free(pending.pop().unwrap()) }, CS_OK);
     assert_eq!(unsafe { cs_close(other.0) }, CS_OK);
     let mut ticket = null_mut();
-    assert_eq!(unsafe { cs_submit(other.0, words.as_ptr().cast(), len, rows.len(), &mut ticket) }, CS_ERR_CLOSED);
+    assert_eq!(
+        unsafe { cs_submit(other.0, words.as_ptr().cast(), len, rows.len(), &mut ticket) },
+        CS_ERR_CLOSED
+    );
     for ticket in pending {
         assert_eq!(unsafe { cs_poll(ticket) }, 1);
         let mut bitmap = vec![0u64; rows.len().div_ceil(64)];
-        assert_eq!(unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), bitmap.len(), null_mut()) }, CS_OK);
+        assert_eq!(
+            unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), bitmap.len(), null_mut()) },
+            CS_OK
+        );
         for (i, want) in pipeline.iter().enumerate() {
             assert_eq!(bit(&bitmap, i), *want);
         }
@@ -660,7 +754,17 @@ fn recovery_finds_ethereum_senders() {
     let mut found = vec![0u64; n.div_ceil(64)];
     let mut errors = vec![-1; n];
     let code = unsafe {
-        cs_recover(ctx.0, items.as_ptr(), items.len(), n, addresses.as_mut_ptr(), pubkeys.as_mut_ptr(), found.as_mut_ptr(), found.len(), errors.as_mut_ptr())
+        cs_recover(
+            ctx.0,
+            items.as_ptr(),
+            items.len(),
+            n,
+            addresses.as_mut_ptr(),
+            pubkeys.as_mut_ptr(),
+            found.as_mut_ptr(),
+            found.len(),
+            errors.as_mut_ptr(),
+        )
     };
     assert_eq!(code, CS_OK, "{}", last_error(ctx.0));
     for (i, expect) in want.iter().enumerate() {
@@ -679,22 +783,59 @@ fn recovery_finds_ethereum_senders() {
                 assert!(!bit(&found, i) && address == [0; 20] && pubkey == [0; 65]);
             }
             None => {
-                assert!(!bit(&found, i) && address == [0; 20] && pubkey == [0; 65], "item {i}");
+                assert!(
+                    !bit(&found, i) && address == [0; 20] && pubkey == [0; 65],
+                    "item {i}"
+                );
                 assert_eq!(errors[i], CS_OK);
             }
         }
     }
     // Without the key output; and bad calls.
-    let code = unsafe { cs_recover(ctx.0, items.as_ptr(), items.len(), n, addresses.as_mut_ptr(), null_mut(), found.as_mut_ptr(), found.len(), null_mut()) };
+    let code = unsafe {
+        cs_recover(
+            ctx.0,
+            items.as_ptr(),
+            items.len(),
+            n,
+            addresses.as_mut_ptr(),
+            null_mut(),
+            found.as_mut_ptr(),
+            found.len(),
+            null_mut(),
+        )
+    };
     assert_eq!(code, CS_OK);
     let call = |len: usize, n: usize, words: usize| unsafe {
         let mut found = vec![0u64; 4];
-        cs_recover(ctx.0, items.as_ptr(), len, n, addresses.clone().as_mut_ptr(), null_mut(), found.as_mut_ptr(), words, null_mut())
+        cs_recover(
+            ctx.0,
+            items.as_ptr(),
+            len,
+            n,
+            addresses.clone().as_mut_ptr(),
+            null_mut(),
+            found.as_mut_ptr(),
+            words,
+            null_mut(),
+        )
     };
     assert_eq!(call(items.len(), n, 2), CS_ERR_ARGUMENT); // 150 items need 3 words
     assert_eq!(call(items.len() - 1, n, 3), CS_ERR_ARGUMENT);
     assert_eq!(call(0, 0, 3), CS_ERR_ARGUMENT);
-    let code = unsafe { cs_recover(ctx.0, null(), 97, 1, addresses.as_mut_ptr(), null_mut(), found.as_mut_ptr(), 1, null_mut()) };
+    let code = unsafe {
+        cs_recover(
+            ctx.0,
+            null(),
+            97,
+            1,
+            addresses.as_mut_ptr(),
+            null_mut(),
+            found.as_mut_ptr(),
+            1,
+            null_mut(),
+        )
+    };
     assert_eq!(code, CS_ERR_NULL);
 }
 
@@ -703,16 +844,30 @@ fn signers_are_checked_and_replaced() {
     let ctx = Ctx::open("cpu");
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let keys: Vec<u8> = (0..3)
-        .flat_map(|_| chainsig_sm2::SecretKey::random(&mut rng).public_key().to_uncompressed())
+        .flat_map(|_| {
+            chainsig_sm2::SecretKey::random(&mut rng)
+                .public_key()
+                .to_uncompressed()
+        })
         .collect();
     assert_eq!(unsafe { cs_load_signers(ctx.0, keys.as_ptr(), 3) }, CS_OK);
     assert_eq!(unsafe { cs_load_signers(ctx.0, null(), 0) }, CS_OK);
     let mut bad = keys.clone();
     bad[65 + 64] ^= 1;
-    assert_eq!(unsafe { cs_load_signers(ctx.0, bad.as_ptr(), 3) }, CS_ERR_ARGUMENT);
-    assert!(last_error(ctx.0).starts_with("signer 1: pubkey"), "{}", last_error(ctx.0));
+    assert_eq!(
+        unsafe { cs_load_signers(ctx.0, bad.as_ptr(), 3) },
+        CS_ERR_ARGUMENT
+    );
+    assert!(
+        last_error(ctx.0).starts_with("signer 1: pubkey"),
+        "{}",
+        last_error(ctx.0)
+    );
     assert_eq!(unsafe { cs_load_signers(ctx.0, null(), 2) }, CS_ERR_NULL);
-    assert_eq!(unsafe { cs_load_signers(null_mut(), keys.as_ptr(), 3) }, CS_ERR_CLOSED);
+    assert_eq!(
+        unsafe { cs_load_signers(null_mut(), keys.as_ptr(), 3) },
+        CS_ERR_CLOSED
+    );
     // Verification is unchanged by the set on the CPU.
     let (rows, _) = random_rows(4, 20);
     let (words, len) = pack(&rows);
