@@ -881,6 +881,85 @@ fn version_is_the_crate_version() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The GPU
+
+/// With a GPU: `cuda` and `auto` give the CPU's verdicts on batches above the GPU crossover, with
+/// and without known signers loaded. Without one, `cuda` must fail to open with a reason (and
+/// `CHAINSIG_REQUIRE_GPU=1` turns that into a failure, for runs on a GPU machine).
+#[test]
+fn the_gpu_gives_the_cpus_verdicts() {
+    let mut cuda = null_mut();
+    let code = unsafe { cs_open(c"cuda".as_ptr(), null(), &mut cuda) };
+    if code != CS_OK {
+        assert_eq!(code, CS_ERR_BACKEND);
+        assert!(cuda.is_null());
+        let reason = last_error(null());
+        assert!(reason.contains("unavailable"), "{reason}");
+        assert!(
+            std::env::var_os("CHAINSIG_REQUIRE_GPU").is_none(),
+            "no GPU: {reason}"
+        );
+        eprintln!("skipped: no GPU ({reason})");
+        return;
+    }
+    let cuda = Ctx(cuda);
+    let auto = Ctx::open("auto");
+    let cpu = Ctx::open("cpu");
+    let mut rows = Vec::new();
+    let signers = 8;
+    for alg in Algorithm::ALL {
+        let spec = GenSpec {
+            alg,
+            seed: 1000 + alg_code(alg) as u64,
+            invalid_ratio: 0.2,
+            msg_len: 60,
+        };
+        for i in 0..5000u64 {
+            let g = chainsig_cpu::generate::record_in_pool(&spec, i, signers);
+            rows.push(row_of(&g, i % 3 == 0, None));
+        }
+    }
+    let (words, len) = pack(&rows);
+    let (code, want, errors) = cpu.verify(&words, len, rows.len());
+    assert_eq!(code, CS_OK);
+    assert!(errors.iter().all(|&e| e == CS_OK));
+    for (name, ctx) in [("cuda", &cuda), ("auto", &auto)] {
+        let (code, got, _) = ctx.verify(&words, len, rows.len());
+        assert_eq!(code, CS_OK, "{name}: {}", last_error(ctx.0));
+        assert_eq!(got, want, "{name}");
+    }
+    let spec = GenSpec {
+        alg: Algorithm::Sm2,
+        seed: 1000 + CS_ALG_SM2 as u64,
+        invalid_ratio: 0.2,
+        msg_len: 60,
+    };
+    let keys: Vec<u8> = chainsig_cpu::generate::pool_public_keys(&spec, signers).concat();
+    for ctx in [&cuda, &auto] {
+        let code = unsafe { cs_load_signers(ctx.0, keys.as_ptr(), signers as usize) };
+        assert_eq!(code, CS_OK, "{}", last_error(ctx.0));
+        let (code, got, _) = ctx.verify(&words, len, rows.len());
+        assert_eq!(code, CS_OK, "{}", last_error(ctx.0));
+        assert_eq!(got, want, "with known signers");
+        // Submitted batches take the same path.
+        let mut ticket = null_mut();
+        assert_eq!(
+            unsafe { cs_submit(ctx.0, words.as_ptr().cast(), len, rows.len(), &mut ticket) },
+            CS_OK
+        );
+        let mut bitmap = vec![0u64; want.len()];
+        assert_eq!(
+            unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), bitmap.len(), null_mut()) },
+            CS_OK
+        );
+        assert_eq!(bitmap, want);
+        unsafe { cs_ticket_free(ticket) };
+        assert_eq!(unsafe { cs_load_signers(ctx.0, null(), 0) }, CS_OK);
+    }
+    eprintln!("cuda and auto agree with the cpu on {} records", rows.len());
+}
+
+// ---------------------------------------------------------------------------------------------
 // The header
 
 /// include/chainsig.h must be what cbindgen makes of the source now (CHAINSIG_BLESS=1 rewrites it).
