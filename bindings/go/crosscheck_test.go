@@ -16,6 +16,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -24,8 +25,14 @@ import (
 	"golang.org/x/crypto/sha3"
 )
 
-// perAlgorithm is how many signatures each cross-check makes.
-const perAlgorithm = 100000
+// perAlgorithm is how many signatures each cross-check makes: 10^5, or CHAINSIG_GO_CROSSCHECK_N
+// for a quicker local run.
+var perAlgorithm = func() int {
+	if n, err := strconv.Atoi(os.Getenv("CHAINSIG_GO_CROSSCHECK_N")); err == nil && n >= 1000 {
+		return n
+	}
+	return 100000
+}()
 
 // keysPerAlgorithm keys sign the records in turn (key generation is not what is tested).
 const keysPerAlgorithm = 512
