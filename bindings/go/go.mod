@@ -1,0 +1,3 @@
+module github.com/chainsig/chainsig/bindings/go
+
+go 1.19

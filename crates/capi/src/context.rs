@@ -1,0 +1,335 @@
+//! A context: the registry of backends a node opened, its known SM2 signers, its worker threads
+//! for submitted batches, and the verification and recovery the entry points call.
+//!
+//! Handles given to C are numbers from a counter, never addresses, looked up in a table on every
+//! call: a closed, never-opened or garbage handle is answered with `CS_ERR_CLOSED` instead of
+//! being dereferenced, and a handle is never reused, so a stale one cannot reach a newer context.
+
+use crate::rows::ParsedRow;
+use crate::status::*;
+use chainsig_core::backend::CPU;
+use chainsig_core::record::VerifyRecord;
+use chainsig_core::{Algorithm, BackendError, RecordError, RecoverItem, Recovered, Registry};
+use chainsig_cpu::pipeline::{verify_records, Verdict};
+use chainsig_cpu::prepare::{decode_pubkey, Preparer};
+use chainsig_cuda::backend::{CudaBackend, CudaConfig, NAME as CUDA};
+use chainsig_cuda::signers::{SignerKey, SignerTables};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, OnceLock, RwLock};
+use std::thread::JoinHandle;
+
+/// Worker threads per context for submitted batches: two keep a batch being verified while the
+/// next is prepared; each batch itself runs on every core.
+const WORKERS: usize = 2;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The queue to a context's workers.
+enum Jobs {
+    /// No batch submitted yet: no threads.
+    Idle,
+    Running(mpsc::Sender<Job>),
+    /// `cs_close` was called: no more batches.
+    Closed,
+}
+
+/// One open context.
+pub struct Context {
+    /// `auto`, `cpu` or `cuda`: the registry name every batch is verified under.
+    backend: String,
+    registry: Registry,
+    /// The CUDA backend when it started, for loading known signers.
+    cuda: Option<Arc<CudaBackend>>,
+    preparer: Preparer,
+    jobs: Mutex<Jobs>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Rows that share a low-s rule: their indices and records.
+type Group = (Vec<usize>, Vec<Result<VerifyRecord, RecordError>>);
+
+/// Verdicts of one batch in the caller's layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// Bit i % 64 of word i / 64: record i valid.
+    pub bitmap: Vec<u64>,
+    /// `CS_OK` or a `CS_REC_*` code per record.
+    pub errors: Vec<i32>,
+    /// The first record's error, for `cs_last_error`.
+    pub note: Option<String>,
+}
+
+/// One recovered batch in the caller's layout.
+pub struct RecoveredBatch {
+    pub signers: Vec<Option<Recovered>>,
+    pub errors: Vec<i32>,
+    pub note: Option<String>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn contexts() -> &'static RwLock<HashMap<u64, Arc<Context>>> {
+    static CONTEXTS: OnceLock<RwLock<HashMap<u64, Arc<Context>>>> = OnceLock::new();
+    CONTEXTS.get_or_init(Default::default)
+}
+
+/// A fresh handle number, never 0 and never reused.
+pub fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The context behind handle `id`.
+pub fn lookup(id: u64) -> Result<Arc<Context>, Failure> {
+    let map = contexts().read().unwrap_or_else(|e| e.into_inner());
+    map.get(&id)
+        .cloned()
+        .ok_or_else(|| Failure::new(CS_ERR_CLOSED, "the context is NULL, closed or unknown"))
+}
+
+/// Removes handle `id` and stops its workers once the batches queued before finish.
+pub fn close(id: u64) -> Result<(), Failure> {
+    let ctx = contexts()
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&id)
+        .ok_or_else(|| Failure::new(CS_ERR_CLOSED, "the context is NULL, closed or unknown"))?;
+    *ctx.jobs.lock().unwrap_or_else(|e| e.into_inner()) = Jobs::Closed;
+    let workers = std::mem::take(&mut *ctx.workers.lock().unwrap_or_else(|e| e.into_inner()));
+    for worker in workers {
+        // A worker never panics (jobs catch their own); a join error would only mean it did.
+        let _ = worker.join();
+    }
+    Ok(())
+}
+
+impl Context {
+    /// Opens backends for `backend` (`auto`, `cpu` or `cuda`); `cuda_config` is a JSON object of
+    /// CUDA configuration overrides (as `CHAINSIG_CUDA_CONFIG`, which is read when it is `None`).
+    /// Returns the new handle.
+    pub fn open(backend: &str, cuda_config: Option<&str>) -> Result<u64, Failure> {
+        let arg = |why: String| Failure::new(CS_ERR_ARGUMENT, why);
+        if !matches!(backend, "auto" | CPU | CUDA) {
+            return Err(arg(format!(
+                "backend {:?} (expected auto, cpu or cuda)",
+                clip(backend)
+            )));
+        }
+        let mut registry = chainsig_cpu::cpu_registry();
+        let mut cuda = None;
+        if backend == CPU {
+            if cuda_config.is_some() {
+                return Err(arg(
+                    "a CUDA configuration was given for the cpu backend".into()
+                ));
+            }
+        } else {
+            let config = match cuda_config {
+                Some(json) => CudaConfig::default()
+                    .with_overrides(json)
+                    .map_err(|e| arg(format!("cuda_config: {}", clip(&e))))?,
+                None => match CudaConfig::from_env() {
+                    Ok(config) => config,
+                    Err(e) if backend == CUDA => return Err(arg(e)),
+                    Err(e) => {
+                        registry.register_unavailable(CUDA, e);
+                        CudaConfig::default()
+                    }
+                },
+            };
+            if registry.get(CUDA).is_err() {
+                match CudaBackend::new(config) {
+                    Ok(started) => {
+                        let started = Arc::new(started);
+                        registry.register(started.clone());
+                        cuda = Some(started);
+                    }
+                    Err(BackendError::Unavailable { reason, .. }) => {
+                        registry.register_unavailable(CUDA, reason)
+                    }
+                    Err(other) => registry.register_unavailable(CUDA, other.to_string()),
+                }
+            }
+            if backend == CUDA {
+                if let Err(e) = registry.get(CUDA) {
+                    return Err(Failure::new(CS_ERR_BACKEND, e.to_string()));
+                }
+            }
+        }
+        let id = next_id();
+        let ctx = Context {
+            backend: backend.to_string(),
+            registry,
+            cuda,
+            preparer: Preparer::new(),
+            jobs: Mutex::new(Jobs::Idle),
+            workers: Mutex::new(Vec::new()),
+        };
+        contexts()
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, Arc::new(ctx));
+        Ok(id)
+    }
+
+    /// Verifies parsed rows: each low-s rule's records through the chainsig pipeline (which
+    /// groups them by algorithm, picks the backend and falls back to the CPU under `auto`).
+    pub fn verify(&self, rows: Vec<ParsedRow>) -> Result<Verified, Failure> {
+        let n = rows.len();
+        let mut out = Verified {
+            bitmap: vec![0; n.div_ceil(64)],
+            errors: vec![CS_OK; n],
+            note: None,
+        };
+        // Records by low-s rule (0: off, 1: on), with their row indices.
+        let mut groups: [Group; 2] = Default::default();
+        for (i, row) in rows.into_iter().enumerate() {
+            match row {
+                Ok((record, low_s)) => {
+                    let group = &mut groups[usize::from(low_s)];
+                    group.0.push(i);
+                    group.1.push(Ok(record));
+                }
+                Err((code, why)) => out.fail(i, code, &why),
+            }
+        }
+        for (low_s, (indices, records)) in groups.iter().enumerate() {
+            if records.is_empty() {
+                continue;
+            }
+            let outcome = verify_records(
+                &self.registry,
+                &self.backend,
+                low_s == 1,
+                &self.preparer,
+                records,
+            )
+            .map_err(|e| Failure::new(CS_ERR_BACKEND, e.to_string()))?;
+            for (&i, verdict) in indices.iter().zip(outcome.verdicts) {
+                match verdict {
+                    Verdict::Valid => out.bitmap[i / 64] |= 1 << (i % 64),
+                    Verdict::Invalid => {}
+                    Verdict::Error(e) => out.fail(i, record_code(&e), &e.to_string()),
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Ethereum sender recovery (s above n/2 refused, EIP-2) for `items` of 97 bytes each:
+    /// digest, r, s, v.
+    pub fn recover(&self, items: &[u8]) -> Result<RecoveredBatch, Failure> {
+        let n = items.len() / crate::CS_RECOVER_ITEM_LEN;
+        let mut errors = vec![CS_OK; n];
+        let mut note = None;
+        let mut wanted = Vec::with_capacity(n);
+        let mut requests = Vec::with_capacity(n);
+        for (i, item) in items.chunks_exact(crate::CS_RECOVER_ITEM_LEN).enumerate() {
+            let v = item[96];
+            if v > 1 {
+                errors[i] = CS_REC_RECOVERY_ID;
+                note.get_or_insert_with(|| format!("record {i}: v is {v} (expected 0 or 1)"));
+                continue;
+            }
+            let field =
+                |k: usize| -> [u8; 32] { item[32 * k..32 * k + 32].try_into().expect("32") };
+            wanted.push(i);
+            requests.push(RecoverItem {
+                digest: field(0),
+                r: field(1),
+                s: field(2),
+                recovery_id: v,
+            });
+        }
+        let mut signers = vec![None; n];
+        if !requests.is_empty() {
+            let (found, _) = self
+                .registry
+                .recover(&self.backend, &requests)
+                .map_err(|e| Failure::new(CS_ERR_BACKEND, e.to_string()))?;
+            for (i, signer) in wanted.into_iter().zip(found) {
+                signers[i] = signer;
+            }
+        }
+        Ok(RecoveredBatch {
+            signers,
+            errors,
+            note,
+        })
+    }
+
+    /// Replaces the known SM2 signers (uncompressed SEC1 keys). With the CUDA backend their
+    /// records are verified through per-key tables; the CPU needs nothing, so there the keys are
+    /// only checked.
+    pub fn load_signers(&self, keys: &[u8]) -> Result<(), Failure> {
+        let keys: Vec<SignerKey> = keys
+            .chunks_exact(crate::CS_SIGNER_KEY_LEN)
+            .enumerate()
+            .map(|(i, sec1)| {
+                decode_pubkey(Algorithm::Sm2, sec1)
+                    .map_err(|e| Failure::new(CS_ERR_ARGUMENT, format!("signer {i}: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let Some(cuda) = &self.cuda else {
+            return Ok(());
+        };
+        let backend = |e: String| Failure::new(CS_ERR_BACKEND, e);
+        let tables = SignerTables::build(&keys).map_err(backend)?;
+        cuda.load_signers(&tables)
+            .map_err(|e| backend(e.to_string()))?;
+        // As `chainsig verify --signers`: a few records per core outside the set run on the CPU
+        // beside the GPU's known part.
+        let cpu = self.registry.get(CPU).map_err(|e| backend(e.to_string()))?;
+        cuda.set_host_helper(cpu, 8 * rayon::current_num_threads())
+            .map_err(|e| backend(e.to_string()))
+    }
+
+    /// Runs `job` on this context's workers, starting them on first use.
+    pub fn spawn(&self, job: Job) -> Result<(), Failure> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Jobs::Idle = *jobs {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let rx = Arc::new(Mutex::new(rx));
+            let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+            for k in 0..WORKERS {
+                let rx = rx.clone();
+                let worker = std::thread::Builder::new()
+                    .name(format!("chainsig-capi-{k}"))
+                    .spawn(move || loop {
+                        let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        match next {
+                            Ok(job) => job(),
+                            Err(_) => break, // the context closed and the queue is empty
+                        }
+                    })
+                    .map_err(|e| {
+                        Failure::new(CS_ERR_INTERNAL, format!("cannot start a worker: {e}"))
+                    })?;
+                workers.push(worker);
+            }
+            *jobs = Jobs::Running(tx);
+        }
+        match &*jobs {
+            Jobs::Running(tx) => tx
+                .send(job)
+                .map_err(|_| Failure::new(CS_ERR_INTERNAL, "the workers stopped")),
+            _ => Err(Failure::new(CS_ERR_CLOSED, "the context is closed")),
+        }
+    }
+}
+
+impl Verified {
+    fn fail(&mut self, i: usize, code: i32, why: &str) {
+        self.errors[i] = code;
+        self.note
+            .get_or_insert_with(|| format!("record {i}: {}", clip(why)));
+    }
+}
+
+/// The record code for a preparation error (they name the field).
+fn record_code(e: &RecordError) -> i32 {
+    match e.field {
+        "pubkey" => CS_REC_PUBKEY,
+        _ => CS_REC_FORMAT,
+    }
+}
