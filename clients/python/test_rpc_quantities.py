@@ -1,0 +1,89 @@
+"""How quantities are read at the JSON-RPC level: 0x-hex and exact JSON integers are taken as
+they are; decimal strings (which could be misread as hex) and values out of range are refused
+with -32602 naming the field, never reinterpreted."""
+
+import pytest
+from eth_account import Account
+from eth_utils import to_checksum_address
+
+from chainsig_clients import ADDRESSES, KEYS, call_raw, post_text
+
+ALICE = ADDRESSES["alice"]
+TO = "0x" + "5a" * 20
+
+
+def base_tx(chain_id):
+    return {"from": ALICE, "type": "0x2", "chainId": hex(chain_id), "nonce": "0x0",
+            "gas": "0x5208", "maxFeePerGas": "0x3b9aca00", "maxPriorityFeePerGas": "0x1",
+            "to": TO, "value": "0x0"}
+
+
+def expected_raw(chain_id, **changes):
+    tx = {"type": 2, "chainId": chain_id, "nonce": 0, "gas": 21000, "maxFeePerGas": 10**9,
+          "maxPriorityFeePerGas": 1, "to": to_checksum_address(TO), "value": 0, **changes}
+    return "0x" + Account.sign_transaction(tx, KEYS["alice"]).raw_transaction.hex()
+
+
+def assert_refused(answer, field):
+    assert "error" in answer, f"expected a refusal naming {field}, got {answer}"
+    assert answer["error"]["code"] == -32602, answer
+    assert field in answer["error"]["message"], answer
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("value", "1000000000000000000"), ("nonce", "10"), ("gas", "21000"),
+     ("maxFeePerGas", "1000000000"), ("chainId", "1")],
+)
+def test_decimal_strings_refused(chain_id, field, value):
+    answer = call_raw("eth_signTransaction", [{**base_tx(chain_id), field: value}])
+    assert_refused(answer, field)
+
+
+def test_fractional_number_refused(chain_id):
+    answer = call_raw("eth_signTransaction", [{**base_tx(chain_id), "gas": 21000.5}])
+    assert_refused(answer, "gas")
+
+
+def test_big_json_integer_exact(chain_id):
+    # Written by hand: 10^20 is beyond a double's exact range, so a parser through f64 would
+    # change it; the signature shows whether the server read it exactly.
+    text = (
+        '{"jsonrpc":"2.0","id":1,"method":"eth_signTransaction","params":[{'
+        f'"from":"{ALICE}","type":2,"chainId":{chain_id},"nonce":0,"gas":21000,'
+        f'"maxFeePerGas":1000000000,"maxPriorityFeePerGas":1,"to":"{TO}",'
+        '"value":100000000000000000000}]}'
+    )
+    answer = post_text(text)
+    assert "result" in answer, answer
+    assert answer["result"]["raw"] == expected_raw(chain_id, value=10**20)
+
+
+def test_largest_value_accepted(chain_id):
+    answer = call_raw("eth_signTransaction", [{**base_tx(chain_id), "value": 2**256 - 1}])
+    assert answer["result"]["raw"] == expected_raw(chain_id, value=2**256 - 1)
+
+
+@pytest.mark.parametrize("value", [2**256, hex(2**256)])
+def test_value_beyond_256_bits_refused(chain_id, value):
+    answer = call_raw("eth_signTransaction", [{**base_tx(chain_id), "value": value}])
+    assert_refused(answer, "value")
+
+
+def test_negative_refused(chain_id):
+    answer = call_raw("eth_signTransaction", [{**base_tx(chain_id), "nonce": -1}])
+    assert_refused(answer, "nonce")
+
+
+def test_missing_chain_id_is_the_servers(chain_id):
+    # geth fills a missing chainId with its own chain's; web3.py's sign_transaction relies on it.
+    tx = base_tx(chain_id)
+    del tx["chainId"]
+    answer = call_raw("eth_signTransaction", [tx])
+    assert answer["result"]["raw"] == expected_raw(chain_id)
+
+
+def test_authorization_decimal_string_refused():
+    answer = call_raw("chainsig_signAuthorization",
+                      [ALICE, {"chainId": "1", "address": TO, "nonce": 0}])
+    assert_refused(answer, "chainId")
