@@ -12,12 +12,19 @@ export const fixtures = JSON.parse(readFileSync(path, 'utf8'), (_key, value) =>
   typeof value === 'string' && /^-?\d+n$/.test(value) ? BigInt(value.slice(0, -1)) : value,
 );
 
-/** The raw transaction out of an eth_signTransaction answer passed through by a library:
- *  geth answers {raw, tx}; a bare hex string is the other shape seen in the wild. */
+/** Set by run.sh when the server runs with `--sign-tx-result raw`: eth_signTransaction then
+ *  answers the bare raw hex, the shape ethers and viem declare. */
+export const expectRawString = process.env.CHAINSIG_SIGN_TX_RESULT === 'raw';
+
+/** The raw transaction out of an eth_signTransaction answer, which both libraries pass through
+ *  untouched: geth's `{raw, tx}` by default, the bare hex with `--sign-tx-result raw`. */
 export function rawOf(answer) {
-  if (typeof answer === 'string') return answer;
-  if (answer && typeof answer.raw === 'string') return answer.raw;
-  throw new Error(`eth_signTransaction answer of unknown shape: ${JSON.stringify(answer)}`);
+  if (expectRawString) {
+    if (typeof answer === 'string') return answer;
+    throw new Error(`expected a bare hex string, got ${JSON.stringify(answer)}`);
+  }
+  if (answer && typeof answer.raw === 'string' && typeof answer.tx === 'object') return answer.raw;
+  throw new Error(`expected geth's {raw, tx}, got ${JSON.stringify(answer)}`);
 }
 
 /** What shape the library handed back, for the report. */
