@@ -35,33 +35,103 @@ def show(value, limit=600) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def check_all(cases, answers, expected_of, what):
-    """cases: (request params, expected); expected_of(answer) -> the value to compare."""
+def difference(got, expected) -> str:
+    """What differs, field by field where both sides are tuples of values and dicts."""
+    if not (isinstance(got, tuple) and isinstance(expected, tuple)):
+        return f"expected {show(expected)}"
+    lines = []
+    for position, (g, e) in enumerate(zip(got, expected)):
+        if isinstance(g, dict) and isinstance(e, dict):
+            lines += [f"{key}: got {show(g.get(key), 200)}, expected {show(e[key], 200)}"
+                      for key in e if g.get(key) != e[key]]
+        elif g != e:
+            lines.append(f"[{position}]: expected {show(e)}")
+    return "differs: " + "; ".join(lines)
+
+
+def check_all(cases, answers, read, what):
+    """cases: (request params, expected); read(result, index) -> the value to compare."""
     failures = []
-    for (params, expected), answer in zip(cases, answers):
+    for index, ((params, expected), answer) in enumerate(zip(cases, answers)):
         try:
-            got = expected_of(answer["result"]) if "result" in answer else answer
+            got = read(answer["result"], index) if "result" in answer else answer
         except (KeyError, TypeError, ValueError) as e:
             got = f"unreadable result ({e!r}): {show(answer)}"
         if got != expected:
-            failures.append(f"request {show(params)}\n  answer {show(answer)}\n  expected {expected}")
+            failures.append(f"request {show(params)}\n  answer {show(answer)}\n  "
+                            + difference(got, expected))
     assert not failures, (
         f"{len(failures)} of {len(cases)} {what} differ from eth-account; first ones:\n"
         + "\n".join(failures[:3])
     )
 
 
+def geth_tx_fields(ours: dict, signed, sender: str, tx_type: int) -> dict:
+    """The fields geth's RPCTransaction gives this signed transaction, normalised (numbers as
+    int, hex text in lower case) so the server's `tx` object can be compared whatever its
+    spelling of a quantity."""
+    fields = {
+        "type": tx_type, "chainId": ours["chainId"], "nonce": ours["nonce"], "gas": ours["gas"],
+        "to": ours["to"].lower() if "to" in ours else None, "value": ours["value"],
+        "input": "0x" + ours["data"].hex(), "from": sender.lower(),
+        "hash": "0x" + signed.hash.hex(), "v": signed.v, "r": signed.r, "s": signed.s,
+        "blockHash": None, "blockNumber": None, "transactionIndex": None,
+    }
+    for key in ("gasPrice", "maxFeePerGas", "maxPriorityFeePerGas", "maxFeePerBlobGas"):
+        if key in ours:
+            fields[key] = ours[key]
+    if tx_type >= 1:
+        fields["yParity"] = signed.v
+        fields["accessList"] = [
+            {"address": e["address"].lower(), "storageKeys": e["storageKeys"]}
+            for e in ours["accessList"]
+        ]
+    if tx_type == 3:
+        fields["blobVersionedHashes"] = ours["blobVersionedHashes"]
+    if tx_type == 4:
+        fields["authorizationList"] = [
+            {"chainId": a.chain_id, "address": "0x" + bytes(a.address).hex(), "nonce": a.nonce,
+             "yParity": a.y_parity, "r": a.r, "s": a.s}
+            for a in ours["authorizationList"]
+        ]
+    return fields
+
+
+QUANTITIES = {"type", "chainId", "nonce", "gas", "value", "v", "r", "s", "yParity", "gasPrice",
+              "maxFeePerGas", "maxPriorityFeePerGas", "maxFeePerBlobGas"}
+
+
+def normalise(key, value):
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [normalise(key, v) for v in value]
+    if isinstance(value, dict):
+        return {k: normalise(k, v) for k, v in value.items()}
+    if key in QUANTITIES:
+        return as_int(value)
+    return value.lower() if isinstance(value, str) else value
+
+
+def server_tx_fields(tx: dict, expected: dict) -> dict:
+    """The server's `tx` object, on the keys geth gives, normalised; a missing key shows as
+    "<missing>"."""
+    return {key: normalise(key, tx[key]) if key in tx else "<missing>" for key in expected}
+
+
 @pytest.mark.parametrize("tx_type", [0, 1, 2, 3, 4])
 def test_random_transactions(chain_id, tx_type):
     rng = random.Random(SEED * 10 + tx_type)
-    cases = []
+    cases, fields = [], []
     for _ in range(PER_TYPE):
         sender = rng.choice(SENDERS)
         request, ours = random_transaction(rng, tx_type, chain_id, sender)
         expected = Account.sign_transaction(ours, KEY_BY_ADDRESS[sender.lower()])
-        cases.append(([request], ("0x" + expected.raw_transaction.hex(), "0x" + expected.hash.hex())))
+        fields.append(geth_tx_fields(ours, expected, sender, tx_type))
+        cases.append(([request], ("0x" + expected.raw_transaction.hex(), fields[-1])))
     answers = batch([("eth_signTransaction", params) for params, _ in cases])
-    check_all(cases, answers, lambda r: (r["raw"].lower(), r["tx"]["hash"].lower()),
+    check_all(cases, answers,
+              lambda r, i: (r["raw"].lower(), server_tx_fields(r["tx"], fields[i])),
               f"type-{tx_type} transactions")
 
 
@@ -79,7 +149,7 @@ def test_random_typed_data(chain_id):
         payload = json.dumps(sent) if rng.random() < 0.5 else sent
         cases.append(((method, [mixed_case_address(rng, sender), payload]), "0x" + signature.hex()))
     answers = batch([call for call, _ in cases])
-    check_all(cases, answers, lambda r: r.lower(), "EIP-712 signatures")
+    check_all(cases, answers, lambda r, _: r.lower(), "EIP-712 signatures")
 
 
 def test_random_messages():
@@ -98,7 +168,7 @@ def test_random_messages():
             call = ("personal_sign", ["0x" + data.hex(), address])
         cases.append((call, "0x" + signature.hex()))
     answers = batch([call for call, _ in cases])
-    check_all(cases, answers, lambda r: r.lower(), "EIP-191 signatures")
+    check_all(cases, answers, lambda r, _: r.lower(), "EIP-191 signatures")
 
 
 def as_int(value) -> int:
@@ -126,7 +196,7 @@ def test_random_authorizations():
     answers = batch([call for call, _ in cases])
     check_all(
         cases, answers,
-        lambda r: (as_int(r["chainId"]), r["address"].lower(), as_int(r["nonce"]),
+        lambda r, _: (as_int(r["chainId"]), r["address"].lower(), as_int(r["nonce"]),
                    as_int(r["yParity"]), as_int(r["r"]), as_int(r["s"])),
         "EIP-7702 authorizations",
     )
