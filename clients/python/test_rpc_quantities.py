@@ -87,3 +87,38 @@ def test_authorization_decimal_string_refused():
     answer = call_raw("chainsig_signAuthorization",
                       [ALICE, {"chainId": "1", "address": TO, "nonce": 0}])
     assert_refused(answer, "chainId")
+
+
+def test_typed_data_decimal_strings_accepted():
+    # EIP-712 values are not transaction quantities: ethers 6 (TypedDataEncoder.getPayload) and
+    # viem (bigints stringified) send every intN/uintN in the message as decimal text, as
+    # MetaMask's eth_signTypedData_v4 accepts. They must be read as the numbers they spell.
+    from eth_account.messages import encode_typed_data
+
+    from test_web3 import MAIL
+
+    expected = Account.sign_message(encode_typed_data(full_message=MAIL), KEYS["alice"])
+    sent = {**MAIL, "message": {**MAIL["message"], "amount": str(MAIL["message"]["amount"]),
+                                "delta": str(MAIL["message"]["delta"])}}
+    for method in ("eth_signTypedData_v4", "eth_signTypedData"):
+        answer = call_raw(method, [ALICE, sent])
+        assert answer.get("result") == "0x" + expected.signature.hex(), (method, answer)
+
+
+@pytest.mark.parametrize(
+    "field_type,value",
+    [("uint8", 256), ("uint8", -1), ("int8", 128), ("int8", -129), ("uint256", 2**256),
+     ("uint64", "0x10000000000000000"), ("bytes4", "0x0102030405"), ("address", "0x1234"),
+     ("bool", "yes")],
+)
+def test_typed_data_out_of_range_refused(field_type, value):
+    # A value that does not fit its EIP-712 type is refused, never truncated or wrapped.
+    typed = {
+        "types": {"EIP712Domain": [{"name": "name", "type": "string"}],
+                  "Item": [{"name": "field", "type": field_type}]},
+        "primaryType": "Item",
+        "domain": {"name": "range check"},
+        "message": {"field": value},
+    }
+    answer = call_raw("eth_signTypedData_v4", [ALICE, typed])
+    assert "error" in answer and answer["error"]["code"] == -32602, answer
