@@ -2,29 +2,15 @@
 //! module parses arguments, streams records and formats answers.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use chainsig_eth::bulk::{bench_single, sign_bulk, BulkConfig};
-use chainsig_eth::hd::EthWallet;
+use chainsig_eth::bulk::bench_single;
 use chainsig_eth::keystore::{self, Kdf};
-use chainsig_eth::{decode_raw, PrivateKey, TxRequest, TxType};
+use chainsig_eth::{decode_raw, ChainPolicy, PrivateKey, TxRequest};
 use zeroize::Zeroizing;
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum BulkType {
-    /// EIP-1559 (type 2).
-    #[value(name = "1559", alias = "eip1559")]
-    Eip1559,
-    /// EIP-2930 (type 1).
-    #[value(name = "2930", alias = "eip2930")]
-    Eip2930,
-    /// Legacy with EIP-155 replay protection.
-    #[value(name = "legacy")]
-    Legacy,
-}
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum KdfChoice {
@@ -56,41 +42,21 @@ pub enum EthCommand {
         password_file: Option<PathBuf>,
         /// Input file of JSON lines, or `-` (the default) for standard input.
         input: Option<PathBuf>,
+        /// Chain id filled in where a request has none; a request naming another is refused.
+        #[arg(long)]
+        chain_id: Option<u64>,
+        /// Sign without replay protection when a request asks for it (no chain id, or chain id 0).
+        #[arg(long)]
+        allow_unprotected: bool,
+        /// Exit 1 when any line could not be signed (after answering every line).
+        #[arg(long)]
+        fail_on_invalid: bool,
     },
-    /// Sign N generated transactions from the wallets m/44'/60'/0'/0/i of a mnemonic; writes JSON lines
-    /// `{"from","nonce","hash","raw"}` (wallet k mod W, nonce k div W, round robin).
-    SignBulk {
-        /// File holding the BIP-39 mnemonic (English).
-        #[arg(long)]
-        mnemonic_file: PathBuf,
-        /// File holding the BIP-39 passphrase (default: none).
-        #[arg(long)]
-        passphrase_file: Option<PathBuf>,
-        /// Number of wallets W.
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-        wallets: u32,
-        /// Number of transactions N.
-        #[arg(long)]
-        count: u64,
-        /// Chain id.
-        #[arg(long)]
-        chain_id: u64,
-        /// Transaction type.
-        #[arg(long = "type", value_enum)]
-        tx_type: BulkType,
-        /// Signing threads (default: all cores).
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Seed of the pseudo-random filler fields (to, value, fees).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Output file.
-        #[arg(long)]
-        out: PathBuf,
-        /// Print rate and latency percentiles (p50, p99, p99.9) to stderr.
-        #[arg(long)]
-        stats: bool,
-    },
+    /// Sign the user's transactions in bulk, on every core, in order: JSON Lines in the `eth sign`
+    /// format (nonces filled per sender where absent); answers
+    /// `{"line":N,"from","nonce","hash","raw"}` or `{"line":N,"error"}`. `--random` signs
+    /// generated filler for tests and benchmarks instead.
+    SignBulk(crate::sign_bulk::SignBulkArgs),
     /// Decode a raw signed transaction (hex) and print its fields and sender as JSON.
     Decode {
         /// The raw transaction, hex with or without 0x.
@@ -127,84 +93,22 @@ pub fn run(cmd: EthCommand) -> anyhow::Result<ExitCode> {
             keystore,
             password_file,
             input,
+            chain_id,
+            allow_unprotected,
+            fail_on_invalid,
         } => {
             let key = match (key_file, keystore, password_file) {
                 (Some(f), _, _) => PrivateKey::from_key_file(&f)?,
                 (None, Some(k), Some(p)) => keystore::decrypt_files(&k, &p)?,
                 _ => bail!("give --key-file, or --keystore with --password-file"),
             };
-            sign_lines(&key, input.as_deref())
-        }
-        EthCommand::SignBulk {
-            mnemonic_file,
-            passphrase_file,
-            wallets,
-            count,
-            chain_id,
-            tx_type,
-            threads,
-            seed,
-            out,
-            stats,
-        } => {
-            let phrase = read_secret_text(&mnemonic_file, "mnemonic-file")?;
-            let passphrase = match passphrase_file {
-                Some(p) => read_secret_text(&p, "passphrase-file")?,
-                None => Zeroizing::new(String::new()),
-            };
-            let wallet = EthWallet::from_mnemonic(&phrase, &passphrase)?;
-            let keys = (0..wallets)
-                .map(|i| wallet.key(i))
-                .collect::<Result<Vec<_>, _>>()?;
-            let threads = threads
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-                .max(1);
-            let config = BulkConfig {
-                count,
+            let policy = ChainPolicy {
                 chain_id,
-                tx_type: match tx_type {
-                    BulkType::Eip1559 => TxType::Eip1559,
-                    BulkType::Eip2930 => TxType::Eip2930,
-                    BulkType::Legacy => TxType::Legacy,
-                },
-                threads,
-                seed,
+                allow_unprotected,
             };
-            let file =
-                File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
-            let writer = BufWriter::with_capacity(1 << 20, file);
-            let bar = io::stderr().is_terminal().then(|| {
-                let bar = indicatif::ProgressBar::new(count);
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{bar:40} {pos}/{len} tx {per_sec} eta {eta}",
-                    )
-                    .expect("valid progress template"),
-                );
-                bar
-            });
-            let mut progress = |done: u64| {
-                if let Some(bar) = &bar {
-                    bar.set_position(done);
-                }
-            };
-            let result = sign_bulk(&keys, &config, writer, &mut progress)
-                .with_context(|| format!("writing {}", out.display()))?;
-            if let Some(bar) = bar {
-                bar.finish_and_clear();
-            }
-            if stats {
-                eprintln!("sign-bulk ({threads} threads): {}", result.summary());
-            } else {
-                eprintln!(
-                    "signed {} transactions in {:.3} s ({:.0} tx/s)",
-                    result.count,
-                    result.elapsed.as_secs_f64(),
-                    result.rate()
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+            sign_lines(&key, &policy, input.as_deref(), fail_on_invalid)
         }
+        EthCommand::SignBulk(args) => crate::sign_bulk::run(args),
         EthCommand::Decode { raw } => {
             let text = raw.trim();
             let digits = text
@@ -266,15 +170,14 @@ pub fn run(cmd: EthCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn read_secret_text(path: &Path, what: &str) -> anyhow::Result<Zeroizing<String>> {
-    let mut text = Zeroizing::new(String::new());
-    File::open(path)
-        .and_then(|mut f| f.read_to_string(&mut text))
-        .with_context(|| format!("{what}: cannot read {}", path.display()))?;
-    Ok(text)
-}
-
-fn sign_lines(key: &PrivateKey, input: Option<&Path>) -> anyhow::Result<ExitCode> {
+/// Answers each line as it arrives (the output is flushed per line, so a pipe sees each answer
+/// right after its request).
+fn sign_lines(
+    key: &PrivateKey,
+    policy: &ChainPolicy,
+    input: Option<&Path>,
+    fail_on_invalid: bool,
+) -> anyhow::Result<ExitCode> {
     let reader: Box<dyn BufRead> = match input {
         None => Box::new(BufReader::new(io::stdin().lock())),
         Some(p) if p == Path::new("-") => Box::new(BufReader::new(io::stdin().lock())),
@@ -284,6 +187,7 @@ fn sign_lines(key: &PrivateKey, input: Option<&Path>) -> anyhow::Result<ExitCode
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
+    let mut failed = false;
     for (index, line) in reader.split(b'\n').enumerate() {
         let line = line.context("reading input")?;
         let number = index + 1;
@@ -292,7 +196,9 @@ fn sign_lines(key: &PrivateKey, input: Option<&Path>) -> anyhow::Result<ExitCode
             Ok(text) if text.trim().is_empty() => {
                 Err(chainsig_eth::EthError::field("json", "empty line"))
             }
-            Ok(text) => TxRequest::from_json_str(text).and_then(|request| request.sign(key)),
+            Ok(text) => {
+                TxRequest::from_json_str(text).and_then(|request| request.sign_with(key, policy))
+            }
         };
         match outcome {
             Ok(signed) => writeln!(
@@ -302,13 +208,20 @@ fn sign_lines(key: &PrivateKey, input: Option<&Path>) -> anyhow::Result<ExitCode
                 signed.hash,
                 signed.from.to_checksum(None)
             )?,
-            Err(e) => writeln!(
-                out,
-                "{{\"line\":{number},\"error\":{}}}",
-                serde_json::to_string(&e.to_string())?
-            )?,
+            Err(e) => {
+                failed = true;
+                writeln!(
+                    out,
+                    "{{\"line\":{number},\"error\":{}}}",
+                    serde_json::to_string(&e.to_string())?
+                )?
+            }
         }
+        out.flush()?;
     }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if fail_on_invalid && failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

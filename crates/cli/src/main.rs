@@ -12,6 +12,7 @@ mod loadtest;
 mod loadtest_grpc;
 mod recover;
 mod serve;
+mod sign_bulk;
 mod verify;
 
 use clap::{Parser, Subcommand};

@@ -8,10 +8,12 @@
 
 use crate::backends;
 use anyhow::bail;
+use chainsig_eth::ChainPolicy;
 use chainsig_server::batcher::BatcherConfig;
+use chainsig_server::eth_rpc::SignTxResult;
 use chainsig_server::ratelimit::RateLimit;
 use chainsig_server::tls::TlsFiles;
-use chainsig_server::{Limits, ServeOptions};
+use chainsig_server::{Limits, RpcOptions, ServeOptions};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +32,19 @@ pub struct ServeArgs {
     /// Directory of keystore v3 files NAME.json, each with its password in NAME.pass.
     #[arg(long)]
     keys: PathBuf,
+    /// The chain id transactions are signed for: filled in where a request has none, and a
+    /// request naming another chain is refused. Without it every request must carry `chainId`.
+    #[arg(long)]
+    chain_id: Option<u64>,
+    /// Sign without replay protection when a request asks for it (a legacy transaction without
+    /// chain id, chain id 0, an EIP-7702 authorization for chain 0), as geth's
+    /// --rpc.allow-unprotected-txs. Off by default: such signatures are valid on every chain.
+    #[arg(long)]
+    allow_unprotected: bool,
+    /// The result of eth_signTransaction: `geth` (`{raw, tx}`, as geth and clef answer; what
+    /// web3.py expects) or `raw` (the signed transaction's hex alone).
+    #[arg(long, value_enum, default_value = "geth")]
+    sign_tx_result: SignTxResultArg,
     /// File of bearer tokens, one a line; without it no authentication is asked.
     #[arg(long)]
     auth_tokens: Option<PathBuf>,
@@ -74,6 +89,12 @@ pub struct ServeArgs {
     /// (0: wait as long as they take).
     #[arg(long, default_value_t = 30)]
     shutdown_grace_secs: u64,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SignTxResultArg {
+    Geth,
+    Raw,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -122,6 +143,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             window: Duration::from_micros(args.verify_window_us),
             backend: args.backend,
             ..BatcherConfig::default()
+        },
+        chain: ChainPolicy {
+            chain_id: args.chain_id,
+            allow_unprotected: args.allow_unprotected,
+        },
+        rpc: RpcOptions {
+            sign_tx_result: match args.sign_tx_result {
+                SignTxResultArg::Geth => SignTxResult::Geth,
+                SignTxResultArg::Raw => SignTxResult::Raw,
+            },
         },
         log_json: args.log_json,
         shutdown_grace: (args.shutdown_grace_secs > 0)

@@ -6,12 +6,12 @@
 use alloy_consensus::{SignableTransaction, Signed, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{keccak256, B256};
-use chainsig_eth::bulk::{bulk_tx, BulkConfig};
+use chainsig_eth::bulk::{bulk_tx, BulkConfig, FillerType};
 use chainsig_eth::signing::{
     sign_prehash, sign_prehash_fresh_blinding, sign_prehash_libsecp_nonce,
 };
 use chainsig_eth::tx::sign_typed_into;
-use chainsig_eth::{PrivateKey, TxType};
+use chainsig_eth::PrivateKey;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 
 fn benches(c: &mut Criterion) {
@@ -21,7 +21,7 @@ fn benches(c: &mut Criterion) {
     let config = BulkConfig {
         count: u64::MAX,
         chain_id: 1,
-        tx_type: TxType::Eip1559,
+        tx_type: FillerType::Eip1559,
         threads: 1,
         seed: 7,
     };

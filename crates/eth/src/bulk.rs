@@ -1,5 +1,9 @@
-//! The bulk signer: N transactions from W wallets, signed on T threads, written in order as JSON lines
-//! `{"from","nonce","hash","raw"}`, with a latency histogram.
+//! The filler signer: N generated transactions from W wallets, signed on T threads, written in
+//! order as JSON lines `{"from","nonce","hash","raw"}`, with a latency histogram. It makes test
+//! data and benchmarks (`chainsig eth sign-bulk --random`); the user's own transactions are
+//! signed by [`crate::batch`]. Because its recipients and values are random, it refuses the chain
+//! ids of well-known public networks ([`check_filler_chain`]): a real mnemonic with chain id 1
+//! would otherwise produce valid mainnet transactions that send funds to random addresses.
 //!
 //! Record k (from 0) is signed by wallet k mod W with nonce k div W, so nonces run 0, 1, 2, … per
 //! wallet, round robin. Its other fields are pseudo-random but fixed by (seed, k), see [`bulk_tx`].
@@ -18,12 +22,70 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::key::PrivateKey;
-use crate::tx::{sign_typed_into, TxType};
+use crate::tx::sign_typed_into;
+use crate::EthError;
 
 /// Records per unit of work handed to a thread.
 pub const CHUNK: u64 = 2048;
 
 const GWEI: u128 = 1_000_000_000;
+
+/// The envelope of generated transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FillerType {
+    /// Legacy with EIP-155 replay protection.
+    Legacy,
+    /// EIP-2930, one access-list entry.
+    Eip2930,
+    /// EIP-1559.
+    Eip1559,
+}
+
+/// Chain ids of public networks where value moves (Ethereum, its rollups and the large EVM
+/// chains, from the chain registry of EIP-155's users): generated transactions are never signed
+/// for them.
+pub const PUBLIC_CHAIN_IDS: &[(u64, &str)] = &[
+    (1, "Ethereum"),
+    (10, "OP Mainnet"),
+    (25, "Cronos"),
+    (56, "BNB Smart Chain"),
+    (61, "Ethereum Classic"),
+    (100, "Gnosis"),
+    (130, "Unichain"),
+    (137, "Polygon PoS"),
+    (146, "Sonic"),
+    (204, "opBNB"),
+    (250, "Fantom"),
+    (324, "zkSync Era"),
+    (480, "World Chain"),
+    (1101, "Polygon zkEVM"),
+    (1284, "Moonbeam"),
+    (2020, "Ronin"),
+    (5000, "Mantle"),
+    (8453, "Base"),
+    (34443, "Mode"),
+    (42161, "Arbitrum One"),
+    (42170, "Arbitrum Nova"),
+    (42220, "Celo"),
+    (43114, "Avalanche C-Chain"),
+    (59144, "Linea"),
+    (81457, "Blast"),
+    (534352, "Scroll"),
+    (7777777, "Zora"),
+];
+
+/// Refuses a public network's chain id for generated transactions.
+pub fn check_filler_chain(chain_id: u64) -> Result<(), EthError> {
+    match PUBLIC_CHAIN_IDS.iter().find(|(id, _)| *id == chain_id) {
+        Some((_, name)) => Err(EthError::field(
+            "chain-id",
+            format!(
+                "{chain_id} is {name}: random transactions are never signed for a public                  network (they would send real funds to random addresses); use a test chain id"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
 
 /// What to sign.
 #[derive(Clone, Copy, Debug)]
@@ -33,7 +95,7 @@ pub struct BulkConfig {
     /// Chain id of every transaction (legacy ones use EIP-155).
     pub chain_id: u64,
     /// Envelope type.
-    pub tx_type: TxType,
+    pub tx_type: FillerType,
     /// Signing threads (at least 1).
     pub threads: usize,
     /// Seed of the pseudo-random fields.
@@ -102,7 +164,7 @@ pub fn bulk_tx(config: &BulkConfig, wallets: u64, k: u64) -> TypedTransaction {
     let value = U256::from(c % 1_000_000_000_000_000_000);
     let fee_jitter = u128::from(a % 1_000_000_000);
     match config.tx_type {
-        TxType::Legacy => TypedTransaction::Legacy(TxLegacy {
+        FillerType::Legacy => TypedTransaction::Legacy(TxLegacy {
             chain_id: Some(config.chain_id),
             nonce,
             gas_price: 20 * GWEI + fee_jitter,
@@ -111,7 +173,7 @@ pub fn bulk_tx(config: &BulkConfig, wallets: u64, k: u64) -> TypedTransaction {
             value,
             input: Default::default(),
         }),
-        TxType::Eip2930 => TypedTransaction::Eip2930(TxEip2930 {
+        FillerType::Eip2930 => TypedTransaction::Eip2930(TxEip2930 {
             chain_id: config.chain_id,
             nonce,
             gas_price: 20 * GWEI + fee_jitter,
@@ -124,7 +186,7 @@ pub fn bulk_tx(config: &BulkConfig, wallets: u64, k: u64) -> TypedTransaction {
             }]),
             input: Default::default(),
         }),
-        TxType::Eip1559 => TypedTransaction::Eip1559(TxEip1559 {
+        FillerType::Eip1559 => TypedTransaction::Eip1559(TxEip1559 {
             chain_id: config.chain_id,
             nonce,
             gas_limit: 21_000,
@@ -195,6 +257,8 @@ pub fn sign_bulk<W: Write>(
             "wallets: at least one is needed",
         ));
     }
+    check_filler_chain(config.chain_id)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
     let threads = config.threads.max(1);
     let from_strings: Vec<String> = wallets
         .iter()
@@ -274,12 +338,13 @@ pub fn sign_bulk<W: Write>(
 }
 
 /// One-core benchmark: signs `count` EIP-1559 transactions (build, encode, hash, sign, envelope,
-/// tx hash) on the calling thread, without output, timing each.
+/// tx hash) on the calling thread, without output, timing each. The transactions never leave
+/// this function, so the chain id is mainnet's, as a real signer's would be.
 pub fn bench_single(key: &PrivateKey, count: u64) -> BulkStats {
     let config = BulkConfig {
         count,
         chain_id: 1,
-        tx_type: TxType::Eip1559,
+        tx_type: FillerType::Eip1559,
         threads: 1,
         seed: 1,
     };

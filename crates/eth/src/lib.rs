@@ -1,33 +1,49 @@
 //! Ethereum transaction signing for chainsig.
 //!
-//! * [`tx`]: the `eth_signTransaction` request ([`TxRequest`]), legacy (with or without EIP-155),
-//!   EIP-2930 and EIP-1559 transactions built with alloy's types, signed into a [`SignedTx`] (raw
-//!   envelope, hash, sender), and [`decode_raw`] for raw signed transactions.
+//! * [`tx`]: the `eth_signTransaction` request ([`TxRequest`]), transactions of types 0–4 (legacy
+//!   with or without EIP-155, EIP-2930, EIP-1559, EIP-4844 without its sidecar, EIP-7702) built
+//!   with alloy's types, signed into a [`SignedTx`] (raw envelope, hash, sender), and
+//!   [`decode_raw`] for raw signed transactions.
+//! * [`quantity`]: the one strict rule for numbers in requests (0x-hex strings or exact integers).
+//! * [`chain`]: [`ChainPolicy`], the chain id a signer fills in or insists on, and the opt-in for
+//!   signatures without replay protection.
+//! * [`authorization`]: EIP-7702 authorization tuples, signed on their own or inside a type-4
+//!   transaction; [`eip712`]: EIP-712 typed data.
 //! * [`signing`]: RFC 6979 low-s ECDSA through libsecp256k1 with per-thread blinded contexts.
 //! * [`key`], [`keystore`], [`hd`]: raw keys, Web3 Secret Storage v3 files, BIP-39/BIP-32 wallets.
 //! * [`Signer`]: keys held by address, the API a signing server builds on.
 //! * [`recover`]: senders of raw transactions and bare signatures, as `chainsig recover` reads them.
-//! * [`bulk`]: the multi-threaded bulk signer behind `chainsig eth sign-bulk`, with latency statistics.
+//! * [`batch`]: the user's transactions signed in bulk (`chainsig eth sign-bulk`), nonces per sender.
+//! * [`bulk`]: generated filler transactions signed on every core (`sign-bulk --random`, benchmarks),
+//!   with latency statistics.
 //!
 //! Secrets (keys, derived keys, seeds, passwords read by this crate) live in buffers that wipe
 //! themselves on drop and never appear in `Debug` output or in error messages.
 
+pub mod authorization;
+pub mod batch;
 pub mod bulk;
+pub mod chain;
+pub mod eip712;
 pub mod hd;
 pub mod key;
 pub mod keystore;
+pub mod quantity;
 pub mod recover;
 pub mod rfc6979;
 pub mod signing;
 pub mod tx;
 
+use alloy_eips::eip7702::{Authorization, SignedAuthorization};
 use alloy_primitives::{eip191_hash_message, Address, Signature, B256};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use chain::ChainPolicy;
 pub use key::PrivateKey;
-pub use tx::{decode_raw, DecodedTx, SignedTx, TxRequest, TxType};
+pub use tx::decode::{decode_raw, DecodedTx};
+pub use tx::{SignedTx, TxRequest, TxType};
 
 /// An error that names the field (or input) at fault, shown as `field: message`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,16 +80,28 @@ impl fmt::Display for EthError {
 
 impl std::error::Error for EthError {}
 
-/// Keys held by address; signs transactions, EIP-191 messages and raw hashes.
+/// Keys held by address, and the chain they sign for; signs transactions, EIP-191 messages,
+/// EIP-712 typed data, EIP-7702 authorizations and raw hashes.
 #[derive(Default, Debug)]
 pub struct Signer {
     keys: BTreeMap<Address, PrivateKey>,
+    policy: ChainPolicy,
 }
 
 impl Signer {
     /// A signer without keys.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the chain this signer signs transactions and authorizations for (see [`ChainPolicy`]).
+    pub fn set_policy(&mut self, policy: ChainPolicy) {
+        self.policy = policy;
+    }
+
+    /// The chain policy in force.
+    pub fn policy(&self) -> &ChainPolicy {
+        &self.policy
     }
 
     /// Adds a key and returns its address (a key already held is replaced by the same key).
@@ -93,6 +121,12 @@ impl Signer {
         self.keys.get(address)
     }
 
+    /// The address that signs a request with this `from`: `from` itself when a key is held for
+    /// it, the only key's when `from` is absent.
+    pub fn sender(&self, from: Option<Address>) -> Result<Address, EthError> {
+        self.key_for(from).map(PrivateKey::address)
+    }
+
     fn key_for(&self, from: Option<Address>) -> Result<&PrivateKey, EthError> {
         match from {
             Some(address) => self
@@ -107,9 +141,20 @@ impl Signer {
         }
     }
 
-    /// Signs a transaction with the key of its `from` (or the only key when `from` is absent).
+    /// Signs a transaction with the key of its `from` (or the only key when `from` is absent),
+    /// under this signer's [`ChainPolicy`].
     pub fn sign_transaction(&self, request: &TxRequest) -> Result<SignedTx, EthError> {
-        request.sign(self.key_for(request.from)?)
+        request.sign_with(self.key_for(request.from)?, &self.policy)
+    }
+
+    /// Signs an EIP-7702 authorization with `address`'s key (chain id 0 only when unprotected
+    /// signing is allowed).
+    pub fn sign_authorization(
+        &self,
+        address: &Address,
+        authorization: Authorization,
+    ) -> Result<SignedAuthorization, EthError> {
+        authorization::sign(authorization, self.key_for(Some(*address))?, &self.policy)
     }
 
     /// `eth_sign` / `personal_sign`: signs keccak256("\x19Ethereum Signed Message:\n" ‖ len ‖ message);

@@ -91,7 +91,13 @@ fn pre_eip155_legacy_uses_v_27_or_28() {
         "to": "0x3535353535353535353535353535353535353535", "value": "0xde0b6b3a7640000"
     }))
     .unwrap();
-    let signed = request.sign(&k).unwrap();
+    // Refused by default (no replay protection), signed only with the explicit opt-in.
+    assert_eq!(request.sign(&k).unwrap_err().field_name(), "chainId");
+    let opt_in = chainsig_eth::ChainPolicy {
+        chain_id: None,
+        allow_unprotected: true,
+    };
+    let signed = request.sign_with(&k, &opt_in).unwrap();
     let decoded = decode_raw(&signed.raw).unwrap();
     assert_eq!(decoded.from, k.address());
     let v = decoded.to_json()["v"].as_str().unwrap().to_owned();

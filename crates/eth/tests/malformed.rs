@@ -42,7 +42,6 @@ fn each_error_names_its_field() {
         ),
         (without(b(), "nonce"), "nonce"),
         (without(b(), "gas"), "gas"),
-        (without(b(), "chainId"), "chainId"),
         (with(b(), "nonce", json!("0xzz")), "nonce"),
         (with(b(), "nonce", json!(-1)), "nonce"),
         (with(b(), "nonce", json!(1.5)), "nonce"),
@@ -73,7 +72,7 @@ fn each_error_names_its_field() {
         (with(b(), "data", json!("0xgg")), "data"),
         (with(b(), "input", json!("0x12")), "input"),
         (with(b(), "gasPrice", json!("0x1")), "gasPrice"),
-        (with(b(), "type", json!("0x3")), "type"),
+        (with(b(), "type", json!("0x3")), "maxFeePerBlobGas"),
         (with(b(), "type", json!("0x0")), "maxFeePerGas"),
         (with(b(), "accessList", json!({})), "accessList"),
         (with(b(), "accessList", json!([5])), "accessList[0]"),
@@ -94,10 +93,81 @@ fn each_error_names_its_field() {
             json!({"nonce": 0, "gas": 21000, "gasPrice": 1, "accessList": [], "type": 0}),
             "accessList",
         ),
+        // Quantities: decimal strings, fractions, exponents and negatives are refused by name.
+        (with(b(), "nonce", json!("10")), "nonce"),
+        (with(b(), "value", json!("1000000000000000000")), "value"),
         (
-            json!({"nonce": 0, "gas": 21000, "gasPrice": 1, "accessList": []}),
-            "chainId",
+            with(b(), "value", serde_json::from_str("1e+20").unwrap()),
+            "value",
         ),
+        (with(b(), "gas", json!("5208")), "gas"),
+        // Types 3 and 4: their fields, their rules.
+        (
+            with(
+                with(b(), "blobVersionedHashes", json!([])),
+                "maxFeePerBlobGas",
+                json!("0x1"),
+            ),
+            "blobVersionedHashes",
+        ),
+        (
+            with(
+                with(
+                    b(),
+                    "blobVersionedHashes",
+                    json!([format!("0x02{}", "00".repeat(31))]),
+                ),
+                "maxFeePerBlobGas",
+                json!("0x1"),
+            ),
+            "blobVersionedHashes[0]",
+        ),
+        (
+            with(
+                with(
+                    b(),
+                    "blobVersionedHashes",
+                    json!([format!("0x01{}", "00".repeat(31))]),
+                ),
+                "maxFeePerBlobGas",
+                json!("0x1"),
+            )
+            .as_object()
+            .map(|o| {
+                let mut o = o.clone();
+                o.remove("to");
+                Value::Object(o)
+            })
+            .unwrap(),
+            "to",
+        ),
+        (
+            with(b(), "maxFeePerBlobGas", json!("0x1")),
+            "blobVersionedHashes",
+        ),
+        (with(b(), "type", json!("0x4")), "authorizationList"),
+        (
+            with(b(), "authorizationList", json!([])),
+            "authorizationList",
+        ),
+        (
+            with(
+                b(),
+                "authorizationList",
+                json!([{"chainId": "0x1", "address": "0x3535353535353535353535353535353535353535", "nonce": "0x0", "yParity": "0x2", "r": "0x1", "s": "0x1"}]),
+            ),
+            "authorizationList[0].yParity",
+        ),
+        (
+            with(
+                b(),
+                "authorizationList",
+                json!([{"chainId": "1", "address": "0x3535353535353535353535353535353535353535", "nonce": "0x0", "yParity": "0x0", "r": "0x1", "s": "0x1"}]),
+            ),
+            "authorizationList[0].chainId",
+        ),
+        (with(b(), "blobs", json!(["0x00"])), "blobs"),
+        (with(b(), "type", json!("0x5")), "type"),
         (json!([1, 2]), "json"),
         (json!("text"), "json"),
     ];
@@ -116,17 +186,27 @@ fn each_error_names_its_field() {
 
 #[test]
 fn accepted_spellings() {
-    // Integers or hex with or without 0x; `input` for `data`; `gasLimit` for `gas`; null `to` creates.
+    // Quantities as JSON integers or 0x-hex; bytes with or without 0x; `input` for `data`;
+    // `gasLimit` for `gas`; null `to` creates.
     let a = TxRequest::from_json(&json!({
         "chainId": 1, "nonce": 5, "gas": 21000, "gasPrice": 7, "to": null, "input": "0xabcd"
     }))
     .unwrap();
     let b = TxRequest::from_json(&json!({
-        "chainId": "1", "nonce": "0X5", "gasLimit": "5208", "gasPrice": "0x07", "data": "ABCD", "input": "0xabcd"
+        "chainId": "0x1", "nonce": "0X5", "gasLimit": "0x5208", "gasPrice": "0x07", "data": "ABCD", "input": "0xabcd"
     }))
     .unwrap();
     assert_eq!(a, b);
     assert_eq!(a.to, None);
+    // 100 ETH as a JSON integer: above 2^64, exact.
+    let big: Value = serde_json::from_str(
+        r#"{"chainId": 1, "nonce": 0, "gas": 21000, "gasPrice": 1, "value": 100000000000000000000}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        TxRequest::from_json(&big).unwrap().value,
+        alloy_primitives::U256::from(100_000_000_000_000_000_000u128)
+    );
 }
 
 #[test]

@@ -1,13 +1,28 @@
-//! Random transactions of all three types: sign → decode → recover, and agreement with alloy's own
+//! Random transactions of all five types (0–4): sign → decode → recover, and agreement with alloy's own
 //! signer (alloy-signer-local, k256: an independent secp256k1 and RFC 6979 implementation).
 
 use alloy_consensus::{SignableTransaction, Transaction, TxEnvelope};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip2930::{AccessList, AccessListItem};
+use alloy_eips::eip7702::{Authorization, SignedAuthorization};
 use alloy_primitives::{Address, Bytes, B256, U256};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
-use chainsig_eth::{decode_raw, PrivateKey, Signer, TxRequest, TxType};
+use chainsig_eth::{decode_raw, ChainPolicy, PrivateKey, Signer, TxRequest, TxType};
+
+const ALL_TYPES: [TxType; 5] = [
+    TxType::Legacy,
+    TxType::Eip2930,
+    TxType::Eip1559,
+    TxType::Eip4844,
+    TxType::Eip7702,
+];
+
+/// Tests sign what they build, pre-EIP-155 legacy and chain id 0 included.
+const PERMISSIVE: ChainPolicy = ChainPolicy {
+    chain_id: None,
+    allow_unprotected: true,
+};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
@@ -73,7 +88,7 @@ fn random_request(rng: &mut ChaCha20Rng, tx_type: TxType) -> TxRequest {
             request.gas_price = Some(random_u128(rng));
             request.access_list = Some(AccessList(access_list));
         }
-        TxType::Eip1559 => {
+        TxType::Eip1559 | TxType::Eip4844 | TxType::Eip7702 => {
             let a = random_u128(rng);
             let b = random_u128(rng);
             request.max_fee_per_gas = Some(a.max(b));
@@ -81,17 +96,47 @@ fn random_request(rng: &mut ChaCha20Rng, tx_type: TxType) -> TxRequest {
             request.access_list = Some(AccessList(access_list));
         }
     }
+    if tx_type == TxType::Eip4844 {
+        request.to = Some(Address::from(rng.gen::<[u8; 20]>()));
+        request.max_fee_per_blob_gas = Some(random_u128(rng));
+        request.blob_versioned_hashes = Some(
+            (0..rng.gen_range(1..7))
+                .map(|_| {
+                    let mut hash = rng.gen::<[u8; 32]>();
+                    hash[0] = 1;
+                    B256::from(hash)
+                })
+                .collect(),
+        );
+    }
+    if tx_type == TxType::Eip7702 {
+        request.to = Some(Address::from(rng.gen::<[u8; 20]>()));
+        request.authorization_list = Some(
+            (0..rng.gen_range(1..4))
+                .map(|_| {
+                    let inner = Authorization {
+                        chain_id: U256::from(rng.gen::<u64>() >> rng.gen_range(0..64)),
+                        address: Address::from(rng.gen::<[u8; 20]>()),
+                        nonce: rng.gen::<u64>() >> rng.gen_range(0..64),
+                    };
+                    let r = U256::from_be_bytes(rng.gen::<[u8; 32]>());
+                    let s = U256::from_be_bytes(rng.gen::<[u8; 32]>()) >> 1;
+                    SignedAuthorization::new_unchecked(inner, rng.gen_range(0..2), r, s)
+                })
+                .collect(),
+        );
+    }
     request
 }
 
 #[test]
 fn sign_decode_recover_all_types() {
     let mut rng = ChaCha20Rng::seed_from_u64(0x5eed_0001);
-    for round in 0..600 {
-        let tx_type = [TxType::Legacy, TxType::Eip2930, TxType::Eip1559][round % 3];
+    for round in 0..1000 {
+        let tx_type = ALL_TYPES[round % ALL_TYPES.len()];
         let key = random_key(&mut rng);
         let request = random_request(&mut rng, tx_type);
-        let signed = request.sign(&key).unwrap();
+        let signed = request.sign_with(&key, &PERMISSIVE).unwrap();
         assert_eq!(signed.tx_type, tx_type);
         assert_eq!(signed.hash, alloy_primitives::keccak256(&signed.raw));
         if tx_type != TxType::Legacy {
@@ -112,8 +157,17 @@ fn sign_decode_recover_all_types() {
         assert_eq!(tx.to(), request.to);
         assert_eq!(tx.value(), request.value);
         assert_eq!(tx.input(), &request.input);
+        assert_eq!(tx.max_fee_per_blob_gas(), request.max_fee_per_blob_gas);
+        assert_eq!(
+            tx.blob_versioned_hashes(),
+            request.blob_versioned_hashes.as_deref()
+        );
+        assert_eq!(
+            tx.authorization_list(),
+            request.authorization_list.as_deref()
+        );
         match tx_type {
-            TxType::Eip1559 => {
+            TxType::Eip1559 | TxType::Eip4844 | TxType::Eip7702 => {
                 assert_eq!(tx.max_fee_per_gas(), request.max_fee_per_gas.unwrap());
                 assert_eq!(
                     tx.max_priority_fee_per_gas(),
@@ -128,18 +182,22 @@ fn sign_decode_recover_all_types() {
         fields["from"] = serde_json::Value::String(key.address().to_string());
         let reparsed = TxRequest::from_json(&fields).unwrap();
         assert_eq!(
-            reparsed.sign(&key).unwrap().raw,
+            reparsed.sign_with(&key, &PERMISSIVE).unwrap().raw,
             signed.raw,
             "round {round}"
         );
+        // And geth's RPC form of the signed transaction is the decoder's, with the null block fields.
+        let rpc = signed.to_rpc_json();
+        assert_eq!(rpc, decoded.to_rpc_json());
+        assert!(rpc["blockHash"].is_null() && rpc.get("signingHash").is_none());
     }
 }
 
 #[test]
 fn agrees_with_alloy_local_signer() {
     let mut rng = ChaCha20Rng::seed_from_u64(0x5eed_0002);
-    for round in 0..300 {
-        let tx_type = [TxType::Legacy, TxType::Eip2930, TxType::Eip1559][round % 3];
+    for round in 0..500 {
+        let tx_type = ALL_TYPES[round % ALL_TYPES.len()];
         let key = random_key(&mut rng);
         let theirs = PrivateKeySigner::from_bytes(&B256::from(*key.to_bytes())).unwrap();
         assert_eq!(theirs.address(), key.address());
@@ -147,7 +205,7 @@ fn agrees_with_alloy_local_signer() {
         let typed = request.to_typed().unwrap();
         let their_signature = theirs.sign_hash_sync(&typed.signature_hash()).unwrap();
         let their_envelope: TxEnvelope = typed.into_signed(their_signature).into();
-        let ours = request.sign(&key).unwrap();
+        let ours = request.sign_with(&key, &PERMISSIVE).unwrap();
         assert_eq!(ours.signature, their_signature, "round {round}");
         assert_eq!(ours.raw, their_envelope.encoded_2718(), "round {round}");
         assert_eq!(ours.hash, *their_envelope.tx_hash());
@@ -215,9 +273,11 @@ fn eip191_agrees_with_alloy_and_recovers() {
 fn tampered_transactions_do_not_recover_the_signer() {
     let mut rng = ChaCha20Rng::seed_from_u64(0x5eed_0004);
     let key = random_key(&mut rng);
-    for round in 0..200 {
-        let tx_type = [TxType::Legacy, TxType::Eip2930, TxType::Eip1559][round % 3];
-        let signed = random_request(&mut rng, tx_type).sign(&key).unwrap();
+    for round in 0..250 {
+        let tx_type = ALL_TYPES[round % ALL_TYPES.len()];
+        let signed = random_request(&mut rng, tx_type)
+            .sign_with(&key, &PERMISSIVE)
+            .unwrap();
         let mut raw = signed.raw.clone();
         let at = rng.gen_range(0..raw.len());
         raw[at] ^= 1 << rng.gen_range(0..8);
@@ -229,4 +289,93 @@ fn tampered_transactions_do_not_recover_the_signer() {
         let cut = rng.gen_range(0..raw.len());
         assert!(decode_raw(&signed.raw[..cut]).is_err());
     }
+}
+
+#[test]
+fn eip7702_authorizations_agree_with_alloy_and_recover() {
+    let mut rng = ChaCha20Rng::seed_from_u64(0x5eed_0005);
+    let strict = ChainPolicy::default();
+    for round in 0..200 {
+        let key = random_key(&mut rng);
+        let auth = Authorization {
+            chain_id: U256::from(rng.gen_range(1..u64::MAX)),
+            address: Address::from(rng.gen::<[u8; 20]>()),
+            nonce: rng.gen::<u64>() >> rng.gen_range(0..64),
+        };
+        let ours = chainsig_eth::authorization::sign(auth.clone(), &key, &strict).unwrap();
+        let theirs = PrivateKeySigner::from_bytes(&B256::from(*key.to_bytes()))
+            .unwrap()
+            .sign_hash_sync(&auth.signature_hash())
+            .unwrap();
+        assert_eq!(ours.signature().unwrap(), theirs, "round {round}");
+        let (_, authority) =
+            chainsig_eth::signing::recover_prehash(&auth.signature_hash(), &theirs).unwrap();
+        assert_eq!(authority, key.address());
+        // The JSON form reads back into the same signed tuple.
+        let json = chainsig_eth::authorization::to_json(&ours);
+        assert_eq!(
+            chainsig_eth::authorization::parse_signed(&json, "").unwrap(),
+            ours
+        );
+    }
+    // Chain id 0 (valid on every chain) only with the explicit opt-in.
+    let key = random_key(&mut rng);
+    let any_chain = Authorization {
+        chain_id: U256::ZERO,
+        address: Address::repeat_byte(1),
+        nonce: 0,
+    };
+    let refused = chainsig_eth::authorization::sign(any_chain.clone(), &key, &strict);
+    assert_eq!(refused.unwrap_err().field_name(), "chainId");
+    assert!(chainsig_eth::authorization::sign(any_chain, &key, &PERMISSIVE).is_ok());
+}
+
+#[test]
+fn chain_policy_fills_checks_and_refuses_unprotected() {
+    let key = PrivateKey::from_bytes(&[0x46; 32]).unwrap();
+    let legacy = TxRequest {
+        gas: 21000,
+        gas_price: Some(1),
+        to: Some(Address::repeat_byte(0x35)),
+        ..TxRequest::default()
+    };
+    let typed = TxRequest {
+        max_fee_per_gas: Some(2),
+        max_priority_fee_per_gas: Some(1),
+        gas_price: None,
+        ..legacy.clone()
+    };
+    let chain_of = |raw: &[u8]| decode_raw(raw).unwrap().envelope.chain_id();
+    // No chain anywhere: refused for every type, unless unprotected signing is allowed.
+    for request in [&legacy, &typed] {
+        assert_eq!(request.sign(&key).unwrap_err().field_name(), "chainId");
+    }
+    let unprotected = legacy.sign_with(&key, &PERMISSIVE).unwrap();
+    assert_eq!(chain_of(&unprotected.raw), None);
+    assert!(typed.sign_with(&key, &PERMISSIVE).is_err());
+    // A configured chain is filled in, and a different one refused.
+    let chain5 = ChainPolicy::for_chain(5);
+    assert_eq!(
+        chain_of(&legacy.sign_with(&key, &chain5).unwrap().raw),
+        Some(5)
+    );
+    assert_eq!(
+        chain_of(&typed.sign_with(&key, &chain5).unwrap().raw),
+        Some(5)
+    );
+    let other = TxRequest {
+        chain_id: Some(6),
+        ..typed.clone()
+    };
+    assert_eq!(
+        other.sign_with(&key, &chain5).unwrap_err().field_name(),
+        "chainId"
+    );
+    // Chain id 0 is unprotected in every type.
+    let zero = TxRequest {
+        chain_id: Some(0),
+        ..typed
+    };
+    assert_eq!(zero.sign(&key).unwrap_err().field_name(), "chainId");
+    assert!(zero.sign_with(&key, &PERMISSIVE).is_ok());
 }

@@ -28,6 +28,7 @@ use crate::auth::Client;
 use crate::metrics::MethodMetrics;
 use crate::{ops, AppState};
 use alloy_eips::eip2930::{AccessList, AccessListItem};
+use alloy_eips::eip7702::{Authorization, SignedAuthorization};
 use alloy_primitives::{Address, B256, U256};
 use axum::Router;
 use chainsig_core::record::{parse_recover_line, parse_verify_line, VerifyDefaults};
@@ -119,6 +120,9 @@ fn proto_field(json: &str) -> &str {
         "maxFeePerGas" => "max_fee_per_gas",
         "maxPriorityFeePerGas" => "max_priority_fee_per_gas",
         "accessList" => "access_list",
+        "maxFeePerBlobGas" => "max_fee_per_blob_gas",
+        "blobVersionedHashes" => "blob_versioned_hashes",
+        "authorizationList" => "authorization_list",
         "input" => "data",
         other => other,
     }
@@ -173,6 +177,58 @@ fn quantity_u256(field: &str, bytes: &[u8]) -> Result<U256, pb::ItemError> {
     Ok(U256::from_be_slice(digits))
 }
 
+/// EIP-4844's versioned hashes (`None` when there are none, as JSON-RPC's absent field).
+fn blob_hashes(hashes: Vec<Vec<u8>>) -> Result<Option<Vec<B256>>, pb::ItemError> {
+    if hashes.is_empty() {
+        return Ok(None);
+    }
+    hashes
+        .iter()
+        .enumerate()
+        .map(|(i, hash)| {
+            let field = format!("tx.blob_versioned_hashes[{i}]");
+            if hash.len() != 32 {
+                return Err(invalid(
+                    &field,
+                    format!("expected 32 bytes, found {}", hash.len()),
+                ));
+            }
+            Ok(B256::from_slice(hash))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// EIP-7702's signed authorizations (`None` when there are none).
+fn authorizations(
+    list: Vec<pb::Authorization>,
+) -> Result<Option<Vec<SignedAuthorization>>, pb::ItemError> {
+    if list.is_empty() {
+        return Ok(None);
+    }
+    list.into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let field = |name: &str| format!("tx.authorization_list[{i}].{name}");
+            if item.y_parity > 1 {
+                return Err(invalid(&field("y_parity"), "must be 0 or 1"));
+            }
+            let inner = Authorization {
+                chain_id: quantity_u256(&field("chain_id"), &item.chain_id)?,
+                address: address(&field("address"), &item.address)?,
+                nonce: item.nonce,
+            };
+            Ok(SignedAuthorization::new_unchecked(
+                inner,
+                item.y_parity as u8,
+                quantity_u256(&field("r"), &item.r)?,
+                quantity_u256(&field("s"), &item.s)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 /// The [`TxRequest`] a proto transaction stands for, checked as JSON-RPC checks its object.
 pub fn tx_request(tx: pb::Transaction) -> Result<TxRequest, pb::ItemError> {
     let tx_type = match tx.r#type {
@@ -180,6 +236,8 @@ pub fn tx_request(tx: pb::Transaction) -> Result<TxRequest, pb::ItemError> {
         Some(0) => Some(TxType::Legacy),
         Some(1) => Some(TxType::Eip2930),
         Some(2) => Some(TxType::Eip1559),
+        Some(3) => Some(TxType::Eip4844),
+        Some(4) => Some(TxType::Eip7702),
         Some(other) => {
             return Err(invalid(
                 "tx.type",
@@ -242,6 +300,12 @@ pub fn tx_request(tx: pb::Transaction) -> Result<TxRequest, pb::ItemError> {
             .map(|b| quantity_u128("tx.max_priority_fee_per_gas", &b))
             .transpose()?,
         access_list,
+        max_fee_per_blob_gas: tx
+            .max_fee_per_blob_gas
+            .map(|b| quantity_u128("tx.max_fee_per_blob_gas", &b))
+            .transpose()?,
+        blob_versioned_hashes: blob_hashes(tx.blob_versioned_hashes)?,
+        authorization_list: authorizations(tx.authorization_list)?,
     };
     request
         .resolve_type()

@@ -3,8 +3,9 @@
 //! ([`serve_listeners`]; `chainsig serve --grpc ADDR`).
 //!
 //! * [`keys`]: keys from a directory of keystore v3 files with their password files.
-//! * [`rpc`]: JSON-RPC 2.0 at `POST /` (single and batch): `eth_accounts`, `eth_signTransaction`,
-//!   `eth_sign`, `chainsig_verifyBatch`, `chainsig_recoverBatch`.
+//! * [`rpc`]: JSON-RPC 2.0 at `POST /` (single and batch): the envelope, `chainsig_verifyBatch`,
+//!   `chainsig_recoverBatch`; [`eth_rpc`]: the methods of geth and clef (`eth_chainId`,
+//!   `eth_signTransaction`, `personal_sign`, `eth_signTypedData_v4`, `account_*`, …).
 //! * [`rest`]: web3signer-style REST routes, `/upcheck`, `/healthcheck`, `/metrics`.
 //! * [`auth`]: bearer tokens compared in constant time; who sent each request, for the audit log.
 //! * [`ratelimit`]: a token bucket per client.
@@ -24,6 +25,7 @@
 
 pub mod auth;
 pub mod batcher;
+pub mod eth_rpc;
 pub mod grpc;
 pub mod keys;
 pub mod metrics;
@@ -73,6 +75,13 @@ impl Default for Limits {
     }
 }
 
+/// How the JSON-RPC methods answer (choices an operator makes for the clients it serves).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RpcOptions {
+    /// The form of `eth_signTransaction`'s result.
+    pub sign_tx_result: eth_rpc::SignTxResult,
+}
+
 /// Everything a running server shares between requests.
 pub struct AppState {
     pub signer: Signer,
@@ -80,6 +89,7 @@ pub struct AppState {
     pub batcher: Batcher,
     pub metrics: Metrics,
     pub limits: Limits,
+    pub rpc: RpcOptions,
     /// The backend name verification and recovery ask the registry for (`auto` normally).
     pub backend: String,
     pub tokens: Option<Arc<auth::Tokens>>,
@@ -95,6 +105,25 @@ impl AppState {
         limits: Limits,
         batcher: BatcherConfig,
     ) -> Arc<Self> {
+        Self::with_rpc(
+            signer,
+            registry,
+            tokens,
+            limits,
+            batcher,
+            RpcOptions::default(),
+        )
+    }
+
+    /// As [`AppState::new`], with the JSON-RPC options.
+    pub fn with_rpc(
+        signer: Signer,
+        registry: Registry,
+        tokens: Option<auth::Tokens>,
+        limits: Limits,
+        batcher: BatcherConfig,
+        rpc: RpcOptions,
+    ) -> Arc<Self> {
         let registry = Arc::new(registry);
         let metrics = Metrics::new();
         let backend = batcher.backend.clone();
@@ -108,6 +137,7 @@ impl AppState {
             registry,
             metrics,
             limits,
+            rpc,
             backend,
             tokens: tokens.map(Arc::new),
         })
@@ -381,6 +411,9 @@ pub struct ServeOptions {
     pub tls: Option<tls::TlsFiles>,
     pub limits: Limits,
     pub batcher: BatcherConfig,
+    /// The chain the service signs for, and whether it signs without replay protection.
+    pub chain: chainsig_eth::ChainPolicy,
+    pub rpc: RpcOptions,
     /// Logs as JSON lines instead of text.
     pub log_json: bool,
     /// How long SIGTERM waits for the requests in flight; `None`: as long as they take.
@@ -401,7 +434,8 @@ pub fn run(options: ServeOptions, registry: Registry) -> Result<(), String> {
         }
         None => None,
     };
-    let signer = keys::load_dir(&options.keys).map_err(|e| format!("--keys: {e}"))?;
+    let mut signer = keys::load_dir(&options.keys).map_err(|e| format!("--keys: {e}"))?;
+    signer.set_policy(options.chain);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -422,7 +456,14 @@ pub fn run(options: ServeOptions, registry: Registry) -> Result<(), String> {
     let served = runtime.block_on(async move {
         let shutdown = shutdown_signal();
         let keys = signer.addresses().len();
-        let state = AppState::new(signer, registry, tokens, options.limits, options.batcher);
+        let state = AppState::with_rpc(
+            signer,
+            registry,
+            tokens,
+            options.limits,
+            options.batcher,
+            options.rpc,
+        );
         let scheme = if tls.is_some() { "https" } else { "http" };
         tracing::info!(http = %http_addr, grpc = %grpc_addr, scheme, mtls = options.tls.as_ref().is_some_and(|t| t.client_ca.is_some()), keys, backends = ?state.registry.names(), "listening");
         serve_listeners(

@@ -8,8 +8,8 @@
 
 use crate::auth::Client;
 use crate::metrics::UNKNOWN_METHOD;
-use crate::{ops, AppState};
-use alloy_primitives::{eip191_hash_message, Address};
+use crate::{eth_rpc, ops, AppState};
+use alloy_primitives::Address;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -21,7 +21,6 @@ use chainsig_core::record::{
 };
 use chainsig_core::{Algorithm, HashAlg, RecordError};
 use chainsig_cpu::pipeline::Verdict;
-use chainsig_eth::TxRequest;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,14 +33,9 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// Server errors: no key for the requested account.
 pub const SERVER_ERROR: i64 = -32000;
 
-/// The methods served; also the metric labels.
-pub const METHODS: &[&str] = &[
-    "eth_accounts",
-    "eth_signTransaction",
-    "eth_sign",
-    "chainsig_verifyBatch",
-    "chainsig_recoverBatch",
-];
+/// The verification methods of this module; the Ethereum ones are [`eth_rpc::METHODS`]. Both
+/// are the metric labels.
+pub const METHODS: &[&str] = &["chainsig_verifyBatch", "chainsig_recoverBatch"];
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +52,7 @@ impl RpcError {
         }
     }
 
-    fn params(message: impl Into<String>) -> Self {
+    pub(crate) fn params(message: impl Into<String>) -> Self {
         Self::new(INVALID_PARAMS, message)
     }
 
@@ -162,6 +156,7 @@ async fn handle_call(state: &AppState, client: &Client, call: Value) -> Option<V
         Ok((method, params)) => {
             let label = METHODS
                 .iter()
+                .chain(eth_rpc::METHODS)
                 .copied()
                 .find(|m| *m == method)
                 .unwrap_or(UNKNOWN_METHOD);
@@ -209,30 +204,22 @@ async fn dispatch(
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
     match method {
-        "eth_accounts" => {
-            no_params(&params)?;
-            Ok(json!(state
-                .signer
-                .addresses()
-                .iter()
-                .map(|a| a.to_checksum(None))
-                .collect::<Vec<_>>()))
-        }
-        "eth_signTransaction" => sign_transaction(state, client, params),
-        "eth_sign" => eth_sign(state, client, params),
         "chainsig_verifyBatch" => verify_batch(state, params).await,
         "chainsig_recoverBatch" => recover_batch(state, params).await,
-        other => {
-            let shown: String = other.chars().take(64).collect();
-            Err(RpcError::new(
-                METHOD_NOT_FOUND,
-                format!("method not found: {shown}"),
-            ))
-        }
+        other => eth_rpc::dispatch(state, client, other, params),
     }
 }
 
-fn no_params(params: &Option<Value>) -> Result<(), RpcError> {
+/// geth's answer to a method it does not serve.
+pub(crate) fn method_not_found(method: &str) -> RpcError {
+    let shown: String = method.chars().take(64).collect();
+    RpcError::new(
+        METHOD_NOT_FOUND,
+        format!("the method {shown} does not exist/is not available"),
+    )
+}
+
+pub(crate) fn no_params(params: &Option<Value>) -> Result<(), RpcError> {
     match params {
         None => Ok(()),
         Some(Value::Array(a)) if a.is_empty() => Ok(()),
@@ -242,7 +229,11 @@ fn no_params(params: &Option<Value>) -> Result<(), RpcError> {
 }
 
 /// The positional parameters, between `min` and `max` of them.
-fn positional(params: Option<Value>, min: usize, max: usize) -> Result<Vec<Value>, RpcError> {
+pub(crate) fn positional(
+    params: Option<Value>,
+    min: usize,
+    max: usize,
+) -> Result<Vec<Value>, RpcError> {
     let list = match params {
         Some(Value::Array(list)) => list,
         None => Vec::new(),
@@ -267,7 +258,7 @@ fn positional(params: Option<Value>, min: usize, max: usize) -> Result<Vec<Value
 }
 
 /// An account the signer must hold: -32602 when the text is no address, -32000 when no key matches.
-fn account(state: &AppState, field: &str, value: &Value) -> Result<Address, RpcError> {
+pub(crate) fn account(state: &AppState, field: &str, value: &Value) -> Result<Address, RpcError> {
     let address: Address = value
         .as_str()
         .and_then(|text| text.parse().ok())
@@ -278,53 +269,16 @@ fn account(state: &AppState, field: &str, value: &Value) -> Result<Address, RpcE
     Ok(address)
 }
 
-fn no_account(address: &Address) -> RpcError {
+pub(crate) fn no_account(address: &Address) -> RpcError {
     RpcError::new(SERVER_ERROR, ops::no_account_message(address))
 }
 
-fn hex_bytes(field: &str, value: &Value) -> Result<Vec<u8>, RpcError> {
+pub(crate) fn hex_bytes(field: &str, value: &Value) -> Result<Vec<u8>, RpcError> {
     let text = value
         .as_str()
         .ok_or_else(|| RpcError::params(format!("{field}: expected a hex string")))?;
     let digits = text.strip_prefix("0x").unwrap_or(text);
     hex::decode(digits).map_err(|e| RpcError::params(format!("{field}: not hex ({e})")))
-}
-
-fn sign_transaction(
-    state: &AppState,
-    client: &Client,
-    params: Option<Value>,
-) -> Result<Value, RpcError> {
-    let params = positional(params, 1, 1)?;
-    let request =
-        TxRequest::from_json(&params[0]).map_err(|e| RpcError::params(format!("params[0].{e}")))?;
-    let signed = ops::sign_transaction(state, client, "eth_signTransaction", &request).map_err(
-        |failure| match failure {
-            ops::SignFailure::NoAccount(address) => no_account(&address),
-            ops::SignFailure::Field(e) => RpcError::params(format!("params[0].{e}")),
-        },
-    )?;
-    Ok(json!(format!("0x{}", hex::encode(&signed.raw))))
-}
-
-fn eth_sign(state: &AppState, client: &Client, params: Option<Value>) -> Result<Value, RpcError> {
-    let params = positional(params, 2, 2)?;
-    let address = account(state, "params[0] (address)", &params[0])?;
-    let message = hex_bytes("params[1] (data)", &params[1])?;
-    let signature = state
-        .signer
-        .sign_eip191(&address, &message)
-        .map_err(|e| RpcError::new(INTERNAL_ERROR, e.to_string()))?;
-    state.metrics.signature("message");
-    tracing::info!(
-        target: "audit",
-        client = %client,
-        method = "eth_sign",
-        key = %address,
-        message_hash = %eip191_hash_message(&message),
-        "signed"
-    );
-    Ok(json!(format!("0x{}", hex::encode(signature))))
 }
 
 /// The records of a batch call: `[records, options?]` or `{"records": [...], ...options}`.
