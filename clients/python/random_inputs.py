@@ -64,7 +64,9 @@ def random_access_list(rng: random.Random):
 def random_authorization(rng: random.Random, chain_id: int):
     """An EIP-7702 authorization signed by eth-account with a fresh random key."""
     key = random_bytes(rng, 31) + b"\x01"
-    auth_chain = rng.choice((0, chain_id, edgy_int(rng, U64)))
+    # Chain 0 (valid on every chain) is left out: the server refuses it by default (see
+    # test_rpc_quantities.py); any other chain id up to 2^256 - 1 is allowed.
+    auth_chain = rng.choice((chain_id, 1, edgy_int(rng, U64, 1), edgy_int(rng, U256, 1)))
     signed = Account.sign_authorization(
         {"chainId": auth_chain, "address": random_address(rng), "nonce": edgy_int(rng, NONCE_MAX)},
         key,

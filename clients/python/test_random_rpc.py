@@ -17,6 +17,7 @@ from chainsig_clients import ADDRESSES, KEY_BY_ADDRESS, KEYS, batch
 from random_inputs import (
     NONCE_MAX,
     U64,
+    U256,
     edgy_int,
     mixed_case_address,
     random_address,
@@ -182,7 +183,8 @@ def test_random_authorizations():
     cases = []
     for _ in range(300):
         sender = rng.choice(SENDERS)
-        fields = {"chainId": rng.choice((0, 1, edgy_int(rng, U64))), "address": random_address(rng),
+        chain = rng.choice((1, edgy_int(rng, U64, 1), edgy_int(rng, U256, 1)))
+        fields = {"chainId": chain, "address": random_address(rng),
                   "nonce": edgy_int(rng, NONCE_MAX)}
         signed = Account.sign_authorization(fields, KEY_BY_ADDRESS[sender.lower()])
         request = {

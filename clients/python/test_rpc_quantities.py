@@ -122,3 +122,33 @@ def test_typed_data_out_of_range_refused(field_type, value):
     }
     answer = call_raw("eth_signTypedData_v4", [ALICE, typed])
     assert "error" in answer and answer["error"]["code"] == -32602, answer
+
+
+def test_other_chain_refused(chain_id):
+    answer = call_raw("eth_signTransaction", [{**base_tx(chain_id), "chainId": hex(chain_id + 1)}])
+    assert_refused(answer, "chainId")
+
+
+def test_authorization_for_every_chain_refused():
+    # EIP-7702: an authorization for chain id 0 is valid on every chain; refused by default.
+    answer = call_raw("chainsig_signAuthorization",
+                      [ALICE, {"chainId": "0x0", "address": TO, "nonce": 0}])
+    assert_refused(answer, "chainId")
+
+
+@pytest.mark.parametrize("value", [2**64, 10**30, 2**256 - 1, -(2**100)])
+def test_typed_data_big_json_integers(value):
+    # web3.py writes Python ints as JSON integers; one beyond 64 bits is as exact as a small one.
+    from eth_account.messages import encode_typed_data
+
+    field_type = "int256" if value < 0 else "uint256"
+    typed = {
+        "types": {"EIP712Domain": [{"name": "name", "type": "string"}],
+                  "Item": [{"name": "field", "type": field_type}]},
+        "primaryType": "Item",
+        "domain": {"name": "big integers"},
+        "message": {"field": value},
+    }
+    expected = Account.sign_message(encode_typed_data(full_message=typed), KEYS["alice"])
+    answer = call_raw("eth_signTypedData_v4", [ALICE, typed])
+    assert answer.get("result") == "0x" + expected.signature.hex(), answer
