@@ -178,35 +178,24 @@ fn sign_transaction(
     })
 }
 
-/// Signs `hash` for `address` and writes the audit line.
+/// Signs `hash` through [`ops::sign_hash`] and answers the signature in hex.
 fn sign_hash(
     state: &AppState,
     client: &Client,
-    method: &'static str,
-    kind: &'static str,
+    method: &str,
+    kind: &str,
     address: &Address,
     hash: &B256,
 ) -> Result<Value, RpcError> {
-    let signature = state
-        .signer
-        .sign_hash(address, hash)
-        .map_err(|e| RpcError::new(INTERNAL_ERROR, e.to_string()))?;
-    state.metrics.signature(kind);
-    tracing::info!(
-        target: "audit",
-        client = %client,
-        method,
-        key = %address,
-        message_hash = %hash,
-        "signed"
-    );
-    Ok(json!(format!("0x{}", hex::encode(signature))))
+    ops::sign_hash(state, client, method, kind, address, hash)
+        .map(|signature| json!(format!("0x{}", hex::encode(signature))))
+        .map_err(|e| RpcError::new(INTERNAL_ERROR, e.to_string()))
 }
 
 fn sign_message(
     state: &AppState,
     client: &Client,
-    method: &'static str,
+    method: &str,
     address: &Address,
     message: &[u8],
 ) -> Result<Value, RpcError> {
@@ -230,11 +219,6 @@ fn sign_typed_data(
 ) -> Result<Value, RpcError> {
     let typed = eip712::parse(data, field).map_err(|e| RpcError::params(e.to_string()))?;
     let hash = eip712::signing_hash(&typed, field).map_err(|e| RpcError::params(e.to_string()))?;
-    let method = METHODS
-        .iter()
-        .copied()
-        .find(|m| *m == method)
-        .unwrap_or("eth_signTypedData_v4");
     sign_hash(state, client, method, "typed_data", address, &hash)
 }
 

@@ -4,7 +4,7 @@
 
 use crate::auth::Client;
 use crate::AppState;
-use alloy_primitives::Address;
+use alloy_primitives::{eip191_hash_message, Address, B256};
 use chainsig_core::record::RecoverRecord;
 use chainsig_core::{RecordError, Recovered};
 use chainsig_eth::{EthError, SignedTx, TxRequest};
@@ -53,6 +53,42 @@ pub fn sign_transaction(
         "signed"
     );
     Ok(signed)
+}
+
+/// Signs a 32-byte hash with `address`'s key, counts it under `kind` and writes the audit line
+/// (`method` names the front end's method). EIP-191 messages, EIP-712 typed data and the REST
+/// route all sign through here.
+pub fn sign_hash(
+    state: &AppState,
+    client: &Client,
+    method: &str,
+    kind: &str,
+    address: &Address,
+    hash: &B256,
+) -> Result<[u8; 65], EthError> {
+    let signature = state.signer.sign_hash(address, hash)?;
+    state.metrics.signature(kind);
+    tracing::info!(
+        target: "audit",
+        client = %client,
+        method,
+        key = %address,
+        message_hash = %hash,
+        "signed"
+    );
+    Ok(signature)
+}
+
+/// An EIP-191 message signed through [`sign_hash`].
+pub fn sign_message(
+    state: &AppState,
+    client: &Client,
+    method: &str,
+    address: &Address,
+    message: &[u8],
+) -> Result<[u8; 65], EthError> {
+    let hash = eip191_hash_message(message);
+    sign_hash(state, client, method, "message", address, &hash)
 }
 
 /// Refuses a verify or recover call with more records than the limit.

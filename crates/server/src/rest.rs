@@ -10,8 +10,8 @@
 //! * `GET /healthcheck`: web3signer's shape, with the number of keys loaded.
 
 use crate::auth::Client;
-use crate::AppState;
-use alloy_primitives::{eip191_hash_message, Address};
+use crate::{ops, AppState};
+use alloy_primitives::Address;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -106,19 +106,10 @@ pub async fn sign(
         Ok(_) => return error(StatusCode::BAD_REQUEST, "body: expected a JSON object"),
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("body: not JSON ({e})")),
     };
-    let signature = match state.signer.sign_eip191(&address, &data) {
+    let signature = match ops::sign_message(&state, &client, "eth1/sign", &address, &data) {
         Ok(signature) => signature,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
-    state.metrics.signature("message");
-    tracing::info!(
-        target: "audit",
-        client = %client,
-        method = "eth1/sign",
-        key = %address,
-        message_hash = %eip191_hash_message(&data),
-        "signed"
-    );
     (
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
         format!("0x{}", hex::encode(signature)),
