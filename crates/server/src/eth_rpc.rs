@@ -159,11 +159,6 @@ fn sign_transaction(
     let params = positional(params, 1, 1)?;
     let request =
         TxRequest::from_json(&params[0]).map_err(|e| RpcError::params(format!("params[0].{e}")))?;
-    let method = if method == "account_signTransaction" {
-        "account_signTransaction"
-    } else {
-        "eth_signTransaction"
-    };
     let signed =
         ops::sign_transaction(state, client, method, &request).map_err(
             |failure| match failure {

@@ -31,7 +31,7 @@ pub fn no_account_message(address: &Address) -> String {
 pub fn sign_transaction(
     state: &AppState,
     client: &Client,
-    method: &'static str,
+    method: &str,
     request: &TxRequest,
 ) -> Result<SignedTx, SignFailure> {
     if let Some(from) = request.from {
