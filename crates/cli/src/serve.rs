@@ -130,9 +130,9 @@ pub struct KeyArgs {
     #[command(flatten)]
     mnemonic: MnemonicArgs,
     /// Accounts of --mnemonic-file: the key at --hd-path and the N-1 after it along the path's
-    /// last step.
+    /// last step (1 to 100000).
     #[arg(long, value_name = "N", default_value_t = 1, requires = "mnemonic_file",
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
     hd_accounts: u32,
     /// Longest time decrypting the key files may take, in seconds, before the start is refused
     /// naming the file being decrypted (0: no limit).
