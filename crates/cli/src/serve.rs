@@ -122,9 +122,13 @@ pub struct KeyArgs {
         long = "keys",
         id = "keys",
         value_name = "DIR",
-        required_unless_present = "mnemonic_file"
+        required_unless_present_any = ["mnemonic_file", "verify_only"]
     )]
     dir: Option<PathBuf>,
+    /// Serve verification and recovery only, with no signing key: the signing methods answer
+    /// that this service holds no keys.
+    #[arg(long, conflicts_with_all = ["keys", "mnemonic_file", "password_file", "password_env"])]
+    verify_only: bool,
     #[command(flatten)]
     password: PasswordArgs,
     #[command(flatten)]
@@ -170,7 +174,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if args.backend != "auto" {
         registry.get(&args.backend)?;
     }
-    let keys = key_source(&args.keys)?;
+    let keys = if args.keys.verify_only {
+        None
+    } else {
+        Some(key_source(&args.keys)?)
+    };
     let options = ServeOptions {
         http: args.http,
         grpc: args.grpc,

@@ -91,15 +91,18 @@ fn field(line: &str, key: &str) -> SocketAddr {
 
 impl Served {
     fn start(dir: &TempDir, extra: &[&str]) -> Served {
-        let mut child = chainsig()
+        let mut command = chainsig();
+        command
             .args(["serve", "--http", "127.0.0.1:0", "--keys"])
             .arg(&dir.0)
             .arg("--auth-tokens")
             .arg(dir.0.join("tokens"))
-            .args(extra)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .args(extra);
+        Served::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Served {
+        let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
         let stderr = child.stderr.take().unwrap();
         let (send, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -481,6 +484,71 @@ async fn grpc_verify(addr: SocketAddr) {
             "record {i}"
         );
     }
+}
+
+#[test]
+fn verify_only_serves_verification_without_keys() {
+    let mut command = chainsig();
+    command.args(["serve", "--http", "127.0.0.1:0", "--verify-only"]);
+    let served = Served::spawn(command);
+    let addr = served.http;
+    let post = |body: &str| {
+        http(
+            addr,
+            &format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()),
+        )
+    };
+    let (status, body) = post(r#"{"jsonrpc":"2.0","id":1,"method":"eth_accounts"}"#);
+    assert_eq!(status, 200);
+    assert!(body.contains(r#""result":[]"#), "{body}");
+    let (_, body) = post(
+        r#"{"jsonrpc":"2.0","id":2,"method":"eth_sign","params":["0x9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f","0x68656c6c6f"]}"#,
+    );
+    assert!(body.contains("--verify-only"), "{body}");
+    assert!(body.contains("-32000"), "{body}");
+    // Verification answers as with keys.
+    let record = chainsig_cpu::generate::record(
+        &chainsig_cpu::generate::GenSpec {
+            alg: chainsig_core::Algorithm::P256,
+            seed: 8,
+            invalid_ratio: 0.0,
+            msg_len: 10,
+        },
+        0,
+    );
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"chainsig_verifyBatch","params":[[{{"alg":"p256","pubkey":"{}","msg":"{}","sig":"{}"}}]]}}"#,
+        hex::encode(&record.pubkey),
+        hex::encode(&record.msg),
+        hex::encode(record.sig)
+    );
+    let (status, body) = post(&call);
+    assert_eq!(status, 200);
+    assert!(body.contains(r#""valid":true"#), "{body}");
+    served.sigterm();
+    let (code, log) = served.exit();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("keys=0"), "{log}");
+}
+
+#[test]
+fn verify_only_and_keys_exclude_each_other() {
+    let dir = keys_dir("verify-only");
+    let output = chainsig()
+        .args(["serve", "--http", "127.0.0.1:0", "--verify-only", "--keys"])
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--verify-only"), "{stderr}");
+    let output = chainsig()
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--keys"), "{stderr}");
 }
 
 #[test]

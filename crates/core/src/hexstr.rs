@@ -16,8 +16,13 @@ pub fn decode_array<const N: usize>(
     field: &'static str,
     text: &str,
 ) -> Result<[u8; N], RecordError> {
-    let bytes = decode(field, text)?;
-    <[u8; N]>::try_from(bytes.as_slice())
+    exact(field, &decode(field, text)?)
+}
+
+/// `bytes` as an array of exactly `N` bytes (a field that arrived as bytes, not hex text), with
+/// the same error as [`decode_array`].
+pub fn exact<const N: usize>(field: &'static str, bytes: &[u8]) -> Result<[u8; N], RecordError> {
+    <[u8; N]>::try_from(bytes)
         .map_err(|_| RecordError::new(field, format!("expected {N} bytes, got {}", bytes.len())))
 }
 

@@ -1,5 +1,5 @@
-//! The JSON Lines records of the `verify` and `recover` commands (`shared/specs/cli.md`), decoded
-//! into typed values. Curve checks (is the key on the curve?) come later, in preparation.
+//! The records of the `verify` and `recover` commands (docs/formats.md), decoded into typed
+//! values. Curve checks (is the key on the curve?) come later, in preparation.
 
 use crate::algorithm::{Algorithm, HashAlg};
 use crate::batch::RecoverItem;
@@ -61,15 +61,12 @@ fn parse_verify_object(
     defaults: &VerifyDefaults,
 ) -> Result<VerifyRecord, RecordError> {
     let alg = match str_field(obj, "alg")? {
-        Some(text) => text
-            .parse::<Algorithm>()
-            .map_err(|e| RecordError::new("alg", e))?,
-        None => defaults
-            .alg
-            .ok_or_else(|| RecordError::new("alg", "missing (and no --alg given)"))?,
+        Some(text) => Some(
+            text.parse::<Algorithm>()
+                .map_err(|e| RecordError::new("alg", e))?,
+        ),
+        None => None,
     };
-    let pubkey = hexstr::decode("pubkey", required(obj, "pubkey")?)?;
-
     let hash = match str_field(obj, "hash")? {
         Some(text) => Some(
             text.parse::<HashAlg>()
@@ -77,63 +74,109 @@ fn parse_verify_object(
         ),
         None => None,
     };
-    let payload = match (str_field(obj, "msg")?, str_field(obj, "digest")?) {
-        (Some(_), Some(_)) => {
-            return Err(RecordError::new("digest", "give msg or digest, not both"))
-        }
-        (Some(msg), None) => {
-            let hash = hash.or(defaults.hash).unwrap_or(alg.default_hash());
-            if alg == Algorithm::Sm2 && hash != HashAlg::Sm3 {
-                return Err(RecordError::new(
-                    "hash",
-                    format!("sm2 hashes with sm3, not {hash}"),
-                ));
-            }
-            Payload::Message {
-                msg: hexstr::decode("msg", msg)?,
-                hash,
-            }
-        }
-        (None, Some(digest)) => Payload::Digest(hexstr::decode_array("digest", digest)?),
-        (None, None) => return Err(RecordError::new("msg", "missing (give msg or digest)")),
+    let hex = |name: &'static str| -> Result<Option<Vec<u8>>, RecordError> {
+        str_field(obj, name)?
+            .map(|text| hexstr::decode(name, text))
+            .transpose()
     };
-
-    let (r, s) = match (str_field(obj, "sig")?, str_field(obj, "sig_der")?) {
-        (Some(_), Some(_)) => {
-            return Err(RecordError::new("sig_der", "give sig or sig_der, not both"))
-        }
-        (Some(sig), None) => split_sig(&hexstr::decode_array::<64>("sig", sig)?),
-        (None, Some(text)) => der::parse_signature(&hexstr::decode("sig_der", text)?)
-            .map_err(|e| RecordError::new("sig_der", e.to_string()))?,
-        (None, None) => return Err(RecordError::new("sig", "missing (give sig or sig_der)")),
-    };
-
-    let sm2_id = match (str_field(obj, "id")?, alg) {
-        (None, _) => DEFAULT_SM2_ID.to_vec(),
-        (Some(id), Algorithm::Sm2) => {
-            let id = hexstr::decode("id", id)?;
-            // ENTL is the identifier's length in bits, in two bytes.
-            if id.len() > 8191 {
-                return Err(RecordError::new("id", "longer than 8191 bytes"));
-            }
-            id
-        }
-        (Some(_), _) => {
-            return Err(RecordError::new(
-                "id",
-                "only sm2 signatures carry an identifier",
-            ))
-        }
-    };
-
-    Ok(VerifyRecord {
+    VerifyFields {
         alg,
-        pubkey,
-        payload,
-        r,
-        s,
-        sm2_id,
-    })
+        pubkey: hexstr::decode("pubkey", required(obj, "pubkey")?)?,
+        msg: hex("msg")?,
+        digest: hex("digest")?,
+        hash,
+        sig: hex("sig")?,
+        sig_der: hex("sig_der")?,
+        id: hex("id")?,
+    }
+    .into_record(defaults)
+}
+
+/// The fields of a `verify` record decoded from their encoding (hex text in a JSON line, bytes in
+/// a gRPC `VerifyRecord`), before the rules that tie them together. Both front ends end in
+/// [`VerifyFields::into_record`], so a record means the same thing whichever way it came, and is
+/// refused with the same words.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyFields {
+    /// `None`: the request's or command line's default.
+    pub alg: Option<Algorithm>,
+    /// SEC1, compressed or uncompressed.
+    pub pubkey: Vec<u8>,
+    /// The message, to be hashed (give it or `digest`).
+    pub msg: Option<Vec<u8>>,
+    /// The 32-byte value already hashed.
+    pub digest: Option<Vec<u8>>,
+    /// How `msg` is hashed; `None`: the default's, else the algorithm's own.
+    pub hash: Option<HashAlg>,
+    /// r ‖ s, 64 bytes (give it or `sig_der`).
+    pub sig: Option<Vec<u8>>,
+    /// The signature as DER.
+    pub sig_der: Option<Vec<u8>>,
+    /// SM2 only: the signer's identifier (default [`DEFAULT_SM2_ID`]).
+    pub id: Option<Vec<u8>>,
+}
+
+impl VerifyFields {
+    /// Applies the rules of the `verify` format: one of msg and digest, one of sig and sig_der,
+    /// SM2 hashes with SM3 (GB/T 32918.2) and alone carries an identifier, whose length in bits
+    /// must fit ENTL's two bytes.
+    pub fn into_record(self, defaults: &VerifyDefaults) -> Result<VerifyRecord, RecordError> {
+        let alg = self
+            .alg
+            .or(defaults.alg)
+            .ok_or_else(|| RecordError::new("alg", "missing (and no --alg given)"))?;
+        if self.pubkey.is_empty() {
+            return Err(RecordError::new("pubkey", "missing or empty"));
+        }
+        let payload = match (self.msg, self.digest) {
+            (Some(_), Some(_)) => {
+                return Err(RecordError::new("digest", "give msg or digest, not both"))
+            }
+            (Some(msg), None) => {
+                let hash = self.hash.or(defaults.hash).unwrap_or(alg.default_hash());
+                if alg == Algorithm::Sm2 && hash != HashAlg::Sm3 {
+                    return Err(RecordError::new(
+                        "hash",
+                        format!("sm2 hashes with sm3, not {hash}"),
+                    ));
+                }
+                Payload::Message { msg, hash }
+            }
+            (None, Some(digest)) => Payload::Digest(hexstr::exact("digest", &digest)?),
+            (None, None) => return Err(RecordError::new("msg", "missing (give msg or digest)")),
+        };
+        let (r, s) = match (self.sig, self.sig_der) {
+            (Some(_), Some(_)) => {
+                return Err(RecordError::new("sig_der", "give sig or sig_der, not both"))
+            }
+            (Some(sig), None) => split_sig(&hexstr::exact::<64>("sig", &sig)?),
+            (None, Some(der)) => der::parse_signature(&der)
+                .map_err(|e| RecordError::new("sig_der", e.to_string()))?,
+            (None, None) => return Err(RecordError::new("sig", "missing (give sig or sig_der)")),
+        };
+        let sm2_id = match (self.id, alg) {
+            (None, _) => DEFAULT_SM2_ID.to_vec(),
+            // ENTL is the identifier's length in bits, in two bytes.
+            (Some(id), Algorithm::Sm2) if id.len() > 8191 => {
+                return Err(RecordError::new("id", "longer than 8191 bytes"))
+            }
+            (Some(id), Algorithm::Sm2) => id,
+            (Some(_), _) => {
+                return Err(RecordError::new(
+                    "id",
+                    "only sm2 signatures carry an identifier",
+                ))
+            }
+        };
+        Ok(VerifyRecord {
+            alg,
+            pubkey: self.pubkey,
+            payload,
+            r,
+            s,
+            sm2_id,
+        })
+    }
 }
 
 /// One decoded `recover` line.
@@ -170,6 +213,16 @@ fn parse_recover_object(obj: &Map<String, Value>) -> Result<RecoverRecord, Recor
         None | Some(Value::Null) => return Err(RecordError::new("v", "missing")),
         Some(_) => None,
     };
+    recover_signature(digest, (r, s), v)
+}
+
+/// A `recover` signature record from its parts: `v` is 0 or 1, or Ethereum's 27 or 28 (the
+/// pre-EIP-155 encoding of the recovery id); anything else, or none, is refused.
+pub fn recover_signature(
+    digest: [u8; 32],
+    (r, s): ([u8; 32], [u8; 32]),
+    v: Option<u64>,
+) -> Result<RecoverRecord, RecordError> {
     let recovery_id = match v {
         Some(0 | 27) => 0,
         Some(1 | 28) => 1,
@@ -213,7 +266,8 @@ fn required<'a>(obj: &'a Map<String, Value>, name: &'static str) -> Result<&'a s
     str_field(obj, name)?.ok_or_else(|| RecordError::new(name, "missing"))
 }
 
-fn split_sig(sig: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
+/// r and s of a 64-byte r ‖ s signature.
+pub fn split_sig(sig: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
     let (r, s) = sig.split_at(32);
     (
         r.try_into().expect("32 bytes"),

@@ -139,6 +139,9 @@ impl Signer {
                 .get(&address)
                 .ok_or_else(|| EthError::field("from", format!("no key for {address}"))),
             None if self.keys.len() == 1 => Ok(self.keys.values().next().expect("one key")),
+            None if self.keys.is_empty() => {
+                Err(EthError::field("from", "this signer holds no keys"))
+            }
             None => Err(EthError::field(
                 "from",
                 "missing (the signer holds more than one key)",

@@ -162,7 +162,7 @@ fn sign_transaction(
     let signed =
         ops::sign_transaction(state, client, method, &request).map_err(
             |failure| match failure {
-                ops::SignFailure::NoAccount(address) => no_account(&address),
+                ops::SignFailure::NoAccount(address) => no_account(state, &address),
                 ops::SignFailure::Field(e) => RpcError::params(format!("params[0].{e}")),
             },
         )?;

@@ -1,5 +1,5 @@
 //! gRPC (tonic): `chainsig.v1.Signer` and `chainsig.v1.Verifier` from `proto/chainsig.proto`, with
-//! server reflection (v1), served as routes of the HTTP router ([`crate::router`]) so one listener
+//! server reflection (v1, and v1alpha for grpcurl and older clients), served as routes of the HTTP router ([`crate::router`]) so one listener
 //! answers both, and TLS, mTLS, bearer tokens and rate limits apply to gRPC exactly as to HTTP.
 //!
 //! * `Signer.SignTransaction` is `eth_signTransaction`; `Signer.SignStream` signs many
@@ -10,8 +10,9 @@
 //! Transactions arrive as typed protobuf fields rather than JSON, so the conversion to a
 //! [`TxRequest`] is written here (byte lengths checked, errors naming the proto field); from the
 //! [`TxRequest`] on, the envelope rules, signing, metrics and audit log are those of JSON-RPC
-//! ([`crate::ops`]). Verify and recover records are the `verify`/`recover` JSON texts and go
-//! through the same record parsers and the same batcher as JSON-RPC.
+//! ([`crate::ops`]). Verify and recover records come typed (bytes fields,
+//! [`crate::grpc_records`]) or as the `verify`/`recover` JSON texts, and go through the same
+//! record rules and the same batcher as JSON-RPC.
 //!
 //! Bulk signing is pipelined: the stream's requests are taken in chunks of whatever has arrived
 //! (up to [`CHUNK`]), each chunk is signed on the blocking pool, and a few chunks are in flight at
@@ -25,6 +26,7 @@
 //! records of one verify or recover call.
 
 use crate::auth::Client;
+use crate::grpc_records::{self, Records};
 use crate::metrics::MethodMetrics;
 use crate::{ops, AppState};
 use alloy_eips::eip2930::{AccessList, AccessListItem};
@@ -32,7 +34,7 @@ use alloy_eips::eip7702::{Authorization, SignedAuthorization};
 use alloy_primitives::{Address, B256, U256};
 use axum::Router;
 use chainsig_core::record::{parse_recover_line, parse_verify_line, VerifyDefaults};
-use chainsig_core::{Algorithm, HashAlg};
+use chainsig_core::HashAlg;
 use chainsig_cpu::pipeline::Verdict;
 use chainsig_eth::{TxRequest, TxType};
 use pb::sign_stream_response::Outcome;
@@ -87,14 +89,22 @@ pub fn add_routes<S: Clone + Send + Sync + 'static>(
         state: state.clone(),
     })
     .max_decoding_message_size(limit);
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
         .build_v1()
+        .expect("the descriptor set compiled by build.rs is valid");
+    // grpcurl before 1.9 and many client libraries still ask v1alpha.
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
         .expect("the descriptor set compiled by build.rs is valid");
     router
         .route_service(&path_of(&signer), signer)
         .route_service(&path_of(&verifier), verifier)
-        .route_service(&path_of(&reflection), reflection)
+        .route_service(&path_of(&reflection_v1), reflection_v1)
+        .route_service(&path_of(&reflection_v1alpha), reflection_v1alpha)
 }
 
 fn path_of<T: NamedService>(_: &T) -> String {
@@ -334,7 +344,7 @@ fn sign_one(
         }),
         Err(ops::SignFailure::NoAccount(address)) => Err(item_error(
             "tx.from",
-            ops::no_account_message(&address),
+            ops::no_account_message(state, &address),
             SERVER_ERROR,
         )),
         Err(ops::SignFailure::Field(e)) => Err(invalid(
@@ -516,18 +526,6 @@ pub struct VerifierService {
     state: Arc<AppState>,
 }
 
-fn algorithm(value: i32) -> Result<Option<Algorithm>, Status> {
-    match pb::Algorithm::try_from(value) {
-        Ok(pb::Algorithm::Unspecified) => Ok(None),
-        Ok(pb::Algorithm::Sm2) => Ok(Some(Algorithm::Sm2)),
-        Ok(pb::Algorithm::Secp256k1) => Ok(Some(Algorithm::Secp256k1)),
-        Ok(pb::Algorithm::P256) => Ok(Some(Algorithm::P256)),
-        Err(_) => Err(Status::invalid_argument(format!(
-            "alg: unknown algorithm {value}"
-        ))),
-    }
-}
-
 /// Packs verdicts into the response's bitmap and error list.
 pub fn pack_verdicts(verdicts: Vec<Verdict>) -> pb::VerifyBatchResponse {
     let mut valid = vec![0u8; verdicts.len().div_ceil(8)];
@@ -582,9 +580,12 @@ impl VerifierService {
         &self,
         request: pb::VerifyBatchRequest,
     ) -> Result<pb::VerifyBatchResponse, Status> {
-        ops::check_count(&self.state, request.records.len()).map_err(Status::invalid_argument)?;
+        let records =
+            Records::of(request.records, request.items).map_err(Status::invalid_argument)?;
+        ops::check_count(&self.state, records.len()).map_err(Status::invalid_argument)?;
         let defaults = VerifyDefaults {
-            alg: algorithm(request.alg)?,
+            alg: grpc_records::algorithm(request.alg)
+                .map_err(|e| Status::invalid_argument(format!("alg: {e}")))?,
             hash: if request.hash.is_empty() {
                 None
             } else {
@@ -596,11 +597,16 @@ impl VerifierService {
                 )
             },
         };
-        let records = request
-            .records
-            .iter()
-            .map(|line| parse_verify_line(line, &defaults))
-            .collect();
+        let records = match records {
+            Records::Json(lines) => lines
+                .iter()
+                .map(|line| parse_verify_line(line, &defaults))
+                .collect(),
+            Records::Typed(items) => items
+                .into_iter()
+                .map(|item| grpc_records::verify_record(item, &defaults))
+                .collect(),
+        };
         let verdicts = self
             .state
             .batcher
@@ -614,12 +620,16 @@ impl VerifierService {
         &self,
         request: pb::RecoverBatchRequest,
     ) -> Result<pb::RecoverBatchResponse, Status> {
-        ops::check_count(&self.state, request.records.len()).map_err(Status::invalid_argument)?;
-        let records = request
-            .records
-            .iter()
-            .map(|line| parse_recover_line(line))
-            .collect();
+        let records =
+            Records::of(request.records, request.items).map_err(Status::invalid_argument)?;
+        ops::check_count(&self.state, records.len()).map_err(Status::invalid_argument)?;
+        let records = match records {
+            Records::Json(lines) => lines.iter().map(|line| parse_recover_line(line)).collect(),
+            Records::Typed(items) => items
+                .into_iter()
+                .map(grpc_records::recover_record)
+                .collect(),
+        };
         let results = ops::recover(&self.state, records)
             .await
             .map_err(Status::internal)?;

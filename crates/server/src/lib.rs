@@ -27,6 +27,7 @@ pub mod auth;
 pub mod batcher;
 pub mod eth_rpc;
 pub mod grpc;
+pub mod grpc_records;
 pub mod keys;
 pub mod metrics;
 pub mod ops;
@@ -406,7 +407,8 @@ pub struct ServeOptions {
     /// asks for a fresh port each time), serves gRPC on the `http` listener alone.
     pub grpc: Option<SocketAddr>,
     /// The signing keys: a key directory, passwords, derived keys, the time loading may take.
-    pub keys: keys::KeySource,
+    /// `None`: verification only (`--verify-only`), no signing key loaded.
+    pub keys: Option<keys::KeySource>,
     pub auth_tokens: Option<PathBuf>,
     /// HTTPS instead of HTTP when given (on both listeners).
     pub tls: Option<tls::TlsFiles>,
@@ -435,7 +437,10 @@ pub fn run(options: ServeOptions, registry: Registry) -> Result<(), String> {
         }
         None => None,
     };
-    let mut signer = keys::load(&options.keys).map_err(|e| format!("--keys: {e}"))?;
+    let mut signer = match &options.keys {
+        Some(source) => keys::load(source).map_err(|e| format!("--keys: {e}"))?,
+        None => Signer::new(),
+    };
     signer.set_policy(options.chain);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

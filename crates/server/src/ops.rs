@@ -18,10 +18,15 @@ pub enum SignFailure {
     Field(EthError),
 }
 
-/// The message of [`SignFailure::NoAccount`].
-pub fn no_account_message(address: &Address) -> String {
+/// The message of [`SignFailure::NoAccount`]; a service started with `--verify-only` says so.
+pub fn no_account_message(state: &AppState, address: &Address) -> String {
+    let holds_none = if state.signer.addresses().is_empty() {
+        " (this service verifies only: it was started with --verify-only and holds no keys)"
+    } else {
+        ""
+    };
     format!(
-        "no unlocked account matches the sender {}",
+        "no unlocked account matches the sender {}{holds_none}",
         address.to_checksum(None)
     )
 }

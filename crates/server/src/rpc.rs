@@ -265,13 +265,13 @@ pub(crate) fn account(state: &AppState, field: &str, value: &Value) -> Result<Ad
         .and_then(|text| text.parse().ok())
         .ok_or_else(|| RpcError::params(format!("{field}: expected a 20-byte hex address")))?;
     if state.signer.key(&address).is_none() {
-        return Err(no_account(&address));
+        return Err(no_account(state, &address));
     }
     Ok(address)
 }
 
-pub(crate) fn no_account(address: &Address) -> RpcError {
-    RpcError::new(SERVER_ERROR, ops::no_account_message(address))
+pub(crate) fn no_account(state: &AppState, address: &Address) -> RpcError {
+    RpcError::new(SERVER_ERROR, ops::no_account_message(state, address))
 }
 
 pub(crate) fn hex_bytes(field: &str, value: &Value) -> Result<Vec<u8>, RpcError> {

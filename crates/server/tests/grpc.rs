@@ -376,6 +376,131 @@ async fn verify_batch_returns_a_bitmap_for_every_algorithm() {
 }
 
 #[tokio::test]
+async fn typed_records_verify_as_their_json_lines_do() {
+    let server = TestServer::start(Options::default()).await;
+    let mut client = VerifierClient::new(grpc_channel(&server).await);
+    for (alg, proto_alg) in [
+        (Algorithm::Sm2, pb::Algorithm::Sm2),
+        (Algorithm::Secp256k1, pb::Algorithm::Secp256k1),
+        (Algorithm::P256, pb::Algorithm::P256),
+    ] {
+        let spec = GenSpec {
+            alg,
+            seed: 11,
+            invalid_ratio: 0.3,
+            msg_len: 24,
+        };
+        let generated: Vec<_> = (0..40).map(|i| record(&spec, i)).collect();
+        let typed: Vec<pb::VerifyRecord> = generated
+            .iter()
+            .map(|g| pb::VerifyRecord {
+                // Every other record names its algorithm; the rest take the request's.
+                alg: if g.pubkey[0] % 2 == 0 {
+                    proto_alg as i32
+                } else {
+                    0
+                },
+                pubkey: g.pubkey.clone(),
+                msg: Some(g.msg.clone()),
+                sig: Some(g.sig.to_vec()),
+                ..Default::default()
+            })
+            .collect();
+        let lines: Vec<String> = generated
+            .iter()
+            .map(|g| {
+                json!({"pubkey": hex::encode(&g.pubkey), "msg": hex::encode(&g.msg), "sig": hex::encode(g.sig)})
+                    .to_string()
+            })
+            .collect();
+        let mut items = typed;
+        // Malformed records in their places: a short digest, both signatures, no public key.
+        items.insert(
+            3,
+            pb::VerifyRecord {
+                digest: Some(vec![1; 31]),
+                msg: None,
+                ..items[0].clone()
+            },
+        );
+        items.insert(
+            7,
+            pb::VerifyRecord {
+                sig_der: Some(vec![0x30, 0x00]),
+                ..items[0].clone()
+            },
+        );
+        items.insert(
+            20,
+            pb::VerifyRecord {
+                pubkey: vec![],
+                ..items[0].clone()
+            },
+        );
+        let typed_answer = client
+            .verify_batch(pb::VerifyBatchRequest {
+                alg: proto_alg as i32,
+                items,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let json_answer = client
+            .verify_batch(pb::VerifyBatchRequest {
+                alg: proto_alg as i32,
+                records: lines,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(typed_answer.count, 43);
+        let bit = |valid: &[u8], i: usize| valid[i / 8] >> (i % 8) & 1 == 1;
+        let mut j = 0;
+        for i in 0..43 {
+            if [3, 7, 20].contains(&i) {
+                assert!(!bit(&typed_answer.valid, i));
+                continue;
+            }
+            assert_eq!(
+                bit(&typed_answer.valid, i),
+                generated[j].expect_valid(),
+                "{alg} record {i}"
+            );
+            assert_eq!(bit(&typed_answer.valid, i), bit(&json_answer.valid, j));
+            j += 1;
+        }
+        let errors: Vec<(u32, &str)> = typed_answer
+            .errors
+            .iter()
+            .map(|e| (e.index, e.message.split(':').next().unwrap()))
+            .collect();
+        assert_eq!(
+            errors,
+            [(3, "digest"), (7, "sig_der"), (20, "pubkey")],
+            "{:?}",
+            typed_answer.errors
+        );
+    }
+    // JSON texts and typed records in one request are refused.
+    let status = client
+        .verify_batch(pb::VerifyBatchRequest {
+            records: vec!["{}".into()],
+            items: vec![pb::VerifyRecord::default()],
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(
+        status.message().contains("not both"),
+        "{}",
+        status.message()
+    );
+}
+
+#[tokio::test]
 async fn record_limits_apply_to_grpc_calls() {
     let mut options = Options::default();
     options.limits.records_per_call = 4;
@@ -393,6 +518,7 @@ async fn record_limits_apply_to_grpc_calls() {
     let status = client
         .recover_batch(pb::RecoverBatchRequest {
             records: vec!["{}".into(); 5],
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -425,7 +551,10 @@ async fn recover_batch_finds_the_signers() {
         r#"{"tx":"0x02"}"#.to_string(),
     ];
     let answer = VerifierClient::new(channel)
-        .recover_batch(pb::RecoverBatchRequest { records })
+        .recover_batch(pb::RecoverBatchRequest {
+            records,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
@@ -443,6 +572,45 @@ async fn recover_batch_finds_the_signers() {
     match answer.results[2].outcome.as_ref().unwrap() {
         pb::recover_result::Outcome::Error(message) => {
             assert!(message.starts_with("tx"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The same records typed: the same answers, in the same order.
+    use pb::recover_record::Record;
+    let items = vec![
+        pb::RecoverRecord {
+            record: Some(Record::Tx(signed.raw.clone())),
+        },
+        pb::RecoverRecord {
+            record: Some(Record::SignedDigest(pb::SignedDigest {
+                digest: digest.to_vec(),
+                sig: sig[..64].to_vec(),
+                v: u32::from(sig[64]),
+            })),
+        },
+        pb::RecoverRecord {
+            record: Some(Record::Tx(vec![0x02])),
+        },
+        pb::RecoverRecord {
+            record: Some(Record::SignedDigest(pb::SignedDigest {
+                digest: digest.to_vec(),
+                sig: sig[..64].to_vec(),
+                v: 29,
+            })),
+        },
+    ];
+    let typed = VerifierClient::new(grpc_channel(&server).await)
+        .recover_batch(pb::RecoverBatchRequest {
+            items,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(typed.results[..3], answer.results[..]);
+    match typed.results[3].outcome.as_ref().unwrap() {
+        pb::recover_result::Outcome::Error(message) => {
+            assert!(message.starts_with("v:"), "{message}")
         }
         other => panic!("{other:?}"),
     }
@@ -565,6 +733,32 @@ async fn reflection_lists_both_services_and_describes_them() {
             "RecoverBatch"
         ]
     );
+}
+
+#[tokio::test]
+async fn reflection_v1alpha_answers_older_clients() {
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
+
+    let server = TestServer::start(Options::default()).await;
+    let mut client = ServerReflectionClient::new(grpc_channel(&server).await);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = client
+        .server_reflection_info(tokio_stream::iter(vec![request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let listed = answers.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = listed.message_response else {
+        panic!("{listed:?}")
+    };
+    let names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.contains(&"chainsig.v1.Verifier"), "{names:?}");
 }
 
 #[tokio::test]
@@ -707,6 +901,7 @@ async fn rate_and_body_limits_apply_to_grpc_calls() {
     let status = client
         .recover_batch(pb::RecoverBatchRequest {
             records: vec!["x".repeat(5000)],
+            ..Default::default()
         })
         .await
         .unwrap_err();
