@@ -34,6 +34,7 @@ export GOPATH="$GOPATH_DIR:/usr/share/gocode" GO111MODULE=off GOPROXY=off
 export CGO_ENABLED=1 CGO_LDFLAGS="-L$TARGET/$PROFILE" LD_LIBRARY_PATH="$TARGET/$PROFILE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cd "$REPO/examples/node-pipeline"
 go vet .
+go test -count=1 .
 if [ -n "${NODE_PIPELINE_OUT:-}" ]; then
   # $ORIGIN: the binary finds libchainsig.so in its own folder.
   go build -ldflags '-r $ORIGIN' -o "$NODE_PIPELINE_OUT" .
