@@ -1,13 +1,14 @@
 //! chainsig-cpu: the CPU side of chainsig.
 //!
 //! - [`prepare`]: stage 1 for every backend (SEC1 decoding, hashing, Z_A cache).
-//! - [`CpuBackend`]: SM2, secp256k1 and P-256 verification on every core through rayon, 64
-//!   records (one verdict word) per task so threads never share a word.
+//! - [`CpuBackend`]: SM2, secp256k1 and P-256 verification on every core through rayon, in
+//!   groups of eight records on AVX-512 IFMA ([`lanes`]) or one record at a time otherwise.
 //! - [`generate`]: signed test data, valid and corrupted, for `chainsig gen`, benchmarks and tests.
 
 pub mod ecdsa_p256;
 pub mod ecdsa_secp256k1;
 pub mod generate;
+pub mod lanes;
 pub mod pipeline;
 pub mod prepare;
 pub mod sm2;
@@ -28,12 +29,34 @@ pub fn verify_item(alg: Algorithm, low_s: bool, item: &PreparedItem) -> bool {
 /// The CPU backend: every algorithm, on a rayon pool (the global one unless a thread count is given).
 pub struct CpuBackend {
     pool: Option<rayon::ThreadPool>,
+    /// Whether verification runs in lanes, or why the requested path cannot run.
+    lanes: Result<bool, String>,
 }
 
 impl CpuBackend {
-    /// Uses rayon's global pool: every core.
+    /// Uses rayon's global pool: every core; the path as `CHAINSIG_CPU_LANES` asks
+    /// ([`lanes::LaneMode::from_env`]).
     pub fn new() -> Self {
-        CpuBackend { pool: None }
+        CpuBackend {
+            pool: None,
+            lanes: lanes::LaneMode::from_env().and_then(lanes::LaneMode::resolve),
+        }
+    }
+
+    /// The same backend on the path `mode` asks for, whatever the environment says.
+    pub fn with_lane_mode(mut self, mode: lanes::LaneMode) -> Self {
+        self.lanes = mode.resolve();
+        self
+    }
+
+    /// Whether verification runs in lanes (an error when the requested path cannot run).
+    pub fn uses_lanes(&self) -> Result<bool, BackendError> {
+        self.lanes
+            .clone()
+            .map_err(|reason| BackendError::Unavailable {
+                backend: CPU.into(),
+                reason,
+            })
     }
 
     /// Uses its own pool of `threads` threads (1 measures a single core).
@@ -45,7 +68,10 @@ impl CpuBackend {
                 backend: CPU.into(),
                 reason: format!("cannot start {threads} threads: {e}"),
             })?;
-        Ok(CpuBackend { pool: Some(pool) })
+        Ok(CpuBackend {
+            pool: Some(pool),
+            ..CpuBackend::new()
+        })
     }
 
     fn run<T: Send>(&self, job: impl FnOnce() -> T + Send) -> T {
@@ -73,6 +99,27 @@ impl Backend for CpuBackend {
 
     fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
         let (alg, low_s, len) = (batch.alg(), batch.low_s(), batch.len());
+        if self.uses_lanes()? {
+            // Groups of eight, the last one ragged; verdicts come back in item order.
+            let groups: Vec<[bool; lanes::LANES]> = self.run(|| {
+                (0..len.div_ceil(lanes::LANES))
+                    .into_par_iter()
+                    .map(|g| {
+                        let range = g * lanes::LANES..len.min((g + 1) * lanes::LANES);
+                        let items: Vec<PreparedItem> = range.map(|i| batch.item(i)).collect();
+                        lanes::verify_items(alg, low_s, &items).ok_or_else(|| {
+                            BackendError::Unavailable {
+                                backend: CPU.into(),
+                                reason: "this CPU lacks AVX-512F with IFMA".into(),
+                            }
+                        })
+                    })
+                    .collect::<Result<_, _>>()
+            })?;
+            return Ok(Bitmap::from_bools(
+                groups.iter().flatten().copied().take(len),
+            ));
+        }
         // Record by record, so that even a few dozen records are spread over every core (a
         // GPU backend hands this backend the few records it would be slowest at).
         let verdicts: Vec<bool> = self.run(|| {

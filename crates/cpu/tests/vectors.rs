@@ -1,28 +1,44 @@
 //! The public vectors: Wycheproof ECDSA files, the SM2 standard examples, the ecrecover precompile
 //! cases and the EIP-155 signature. Every record goes through the same path as `chainsig verify`:
-//! a JSON line, decoded, prepared, batched and verified by the CPU backend.
+//! a JSON line, decoded, prepared, batched and verified by the CPU backend, on both of its paths
+//! (4×64-bit scalar code and, where the CPU has AVX-512 IFMA, the eight-lane engine).
 
 use chainsig_core::record::{parse_verify_line, VerifyDefaults};
 use chainsig_core::{vectors, Backend, RecoverItem};
 use chainsig_cpu::ecdsa_secp256k1::{recover, SRule};
+use chainsig_cpu::lanes::{self, LaneMode};
 use chainsig_cpu::pipeline::{verify_records, Verdict};
 use chainsig_cpu::prepare::Preparer;
-use chainsig_cpu::{cpu_registry, CpuBackend};
+use chainsig_cpu::CpuBackend;
 use serde_json::{json, Value};
 
 fn read_json(path: std::path::PathBuf) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
-/// Verifies JSON lines and returns one verdict each.
+/// Verifies JSON lines and returns one verdict each: on the scalar path, and where the CPU has
+/// AVX-512 IFMA on the lanes too, which must agree verdict for verdict.
 fn verify_lines(lines: &[String], low_s: bool) -> Vec<Verdict> {
     let records: Vec<_> = lines
         .iter()
         .map(|l| parse_verify_line(l, &VerifyDefaults::default()))
         .collect();
-    verify_records(&cpu_registry(), "cpu", low_s, &Preparer::new(), &records)
-        .unwrap()
-        .verdicts
+    let on_path = |mode: LaneMode| {
+        let mut registry = chainsig_core::Registry::new();
+        registry.register(std::sync::Arc::new(CpuBackend::new().with_lane_mode(mode)));
+        verify_records(&registry, "cpu", low_s, &Preparer::new(), &records)
+            .unwrap()
+            .verdicts
+    };
+    let scalar = on_path(LaneMode::Off);
+    if lanes::available() {
+        assert_eq!(
+            on_path(LaneMode::On),
+            scalar,
+            "lanes and scalar path disagree"
+        );
+    }
+    scalar
 }
 
 #[test]

@@ -1,0 +1,150 @@
+//! Verification eight signatures at a time on AVX-512 IFMA (`vpmadd52luq`/`vpmadd52huq`), the
+//! multi-buffer technique of Intel's crypto_mb (`mbx_nistp256_ecdsa_verify_mb8`,
+//! `mbx_sm2_ecdsa_verify_mb8`).
+//!
+//! # Representation
+//! A field element is five 52-bit limbs (radix 2⁵², 260 bits); eight elements, one per lane, sit
+//! limb-major in five 512-bit registers, so one `vpmadd52luq` multiplies and accumulates the same
+//! limb of eight different elements. Multiplication is Montgomery's with R = 2²⁶⁰ in its
+//! "almost" form (results below 2m, not m), as in crypto_mb's `ifma_amm52x5` and Gueron–Krasnov,
+//! "Fast prime field elliptic curve cryptography with 256-bit primes" (J. Cryptographic
+//! Engineering, 2015); the lane layout follows Drucker–Gueron's AVX-512 IFMA work. The code is
+//! written once over the modulus as data ([`modulus`]): SM2, P-256 and secp256k1, their primes
+//! and their group orders, all derived from [`chainsig_core::curve`] at compile time.
+//!
+//! # Files
+//! - [`modulus`]: the radix-2⁵² constants of each modulus.
+//! - [`field`]: eight elements mod m: multiplication, addition, reduction, inversion.
+//! - [`point`]: eight Jacobian points, additions whose exceptional cases are lane masks.
+//! - [`curves`]: SM2, P-256 and secp256k1 as lane curves.
+//! - [`mul`]: u₁·G + u₂·Q with a fixed-base comb for G and a window for Q.
+//! - [`verify`]: SM2 and ECDSA verification of eight records, with the scalar path's rules.
+//!
+//! # Choosing the path
+//! [`available`] checks the CPU at run time (`is_x86_feature_detected!`); every function of the
+//! engine carries `#[target_feature(enable = "avx512f,avx512ifma")]` and is entered only through
+//! [`verify_items`], after that check. The environment variable `CHAINSIG_CPU_LANES` forces a
+//! path ([`LaneMode::from_env`]): `off` keeps the 4×64-bit scalar code, `on` insists on lanes (an
+//! error where the CPU lacks IFMA), unset or `auto` uses lanes where the CPU has them.
+//!
+//! # Checks and measurements
+//! `tests/lanes.rs` compares the lanes with the scalar path record by record (random, corrupted
+//! and adversarial records: edge scalars, keys off the curve, sums at infinity, final additions
+//! that are doublings) and holds an ignored release-mode check of a million records per
+//! algorithm (`cargo test --release -p chainsig-cpu --test lanes -- --ignored`); the public
+//! vectors (`tests/vectors.rs`) run on both paths. `cargo bench -p chainsig-cpu --bench lanes`
+//! prints the per-core rate of the lanes beside the scalar path's (libsecp256k1 for secp256k1).
+//!
+//! Verification is variable time: all of its inputs are public. Nothing here may serve signing
+//! as it is (the comb is read with data-dependent gathers).
+
+#[cfg(target_arch = "x86_64")]
+mod curves;
+#[cfg(target_arch = "x86_64")]
+mod field;
+#[cfg(target_arch = "x86_64")]
+mod modulus;
+#[cfg(target_arch = "x86_64")]
+mod mul;
+#[cfg(target_arch = "x86_64")]
+mod point;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests;
+#[cfg(target_arch = "x86_64")]
+mod verify;
+
+use chainsig_core::{Algorithm, PreparedItem};
+
+/// The environment variable that forces the CPU backend's path.
+pub const ENV_VAR: &str = "CHAINSIG_CPU_LANES";
+
+/// Records per lane group.
+pub const LANES: usize = 8;
+
+/// Which verification path the CPU backend takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaneMode {
+    /// Lanes where the CPU has AVX-512 IFMA, the scalar path elsewhere.
+    Auto,
+    /// Lanes, or an error where the CPU lacks them.
+    On,
+    /// The scalar path.
+    Off,
+}
+
+impl LaneMode {
+    /// The mode `CHAINSIG_CPU_LANES` asks for: `auto` (or unset), `on` or `off`; any other value
+    /// is an error naming it.
+    pub fn from_env() -> Result<LaneMode, String> {
+        match std::env::var(ENV_VAR) {
+            Err(std::env::VarError::NotPresent) => Ok(LaneMode::Auto),
+            Err(std::env::VarError::NotUnicode(_)) => Err(format!("{ENV_VAR} is not UTF-8")),
+            Ok(value) => LaneMode::parse(&value),
+        }
+    }
+
+    /// A value of `CHAINSIG_CPU_LANES`: `auto` (or empty), `on` or `off`, nothing else.
+    pub fn parse(value: &str) -> Result<LaneMode, String> {
+        match value {
+            "" | "auto" => Ok(LaneMode::Auto),
+            "on" => Ok(LaneMode::On),
+            "off" => Ok(LaneMode::Off),
+            other => {
+                let shown: String = other.chars().take(40).collect();
+                Err(format!("{ENV_VAR}={shown:?}: expected on, off or auto"))
+            }
+        }
+    }
+
+    /// Whether this mode uses lanes on this CPU; an error for `On` without IFMA.
+    pub fn resolve(self) -> Result<bool, String> {
+        match self {
+            LaneMode::Auto => Ok(available()),
+            LaneMode::Off => Ok(false),
+            LaneMode::On if available() => Ok(true),
+            LaneMode::On => Err(format!(
+                "{ENV_VAR}=on, but this CPU lacks AVX-512F with IFMA"
+            )),
+        }
+    }
+}
+
+/// Whether this CPU runs the lanes (AVX-512F and AVX-512 IFMA).
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512ifma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Verifies up to [`LANES`] items of `alg` in lanes, verdict i for item i; `None` where the CPU
+/// lacks the lanes. Rules as [`crate::verify_item`]: `low_s` rejects ECDSA's s > n/2.
+pub fn verify_items(alg: Algorithm, low_s: bool, items: &[PreparedItem]) -> Option<[bool; LANES]> {
+    assert!(items.len() <= LANES, "at most {LANES} items per group");
+    if !available() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        use verify::{verify_group, Scheme};
+        let ecdsa = Scheme::Ecdsa { low_s };
+        // SAFETY: `available()` confirmed AVX-512F and IFMA, the only features these need.
+        Some(unsafe {
+            match alg {
+                Algorithm::Sm2 => verify_group::<curves::Sm2Curve>(items, Scheme::Sm2),
+                Algorithm::P256 => verify_group::<curves::P256Curve>(items, ecdsa),
+                Algorithm::Secp256k1 => verify_group::<curves::K256Curve>(items, ecdsa),
+            }
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (alg, low_s);
+        None
+    }
+}
