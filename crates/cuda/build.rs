@@ -9,16 +9,21 @@ fn main() {
     let header = codegen::curve_header(&chainsig_core::curve::SM2).expect("SM2 header");
     std::fs::write(out.join("cs_curve.h"), header).expect("write cs_curve.h");
     for f in [
-        "cs_types.h",
-        "cs_arith.cuh",
-        "cs_verify.cuh",
-        "cs_ecdsa.cuh",
-        "cs_sm3.cuh",
+        "types.h",
+        "field.cuh",
+        "lanes.cuh",
+        "scalar.cuh",
+        "point.cuh",
+        "ecmult.cuh",
+        "sm2.cuh",
+        "ecdsa.cuh",
+        "sm3.cuh",
         "host_shim.cpp",
         "host_lanes.cpp",
         "host_warp.h",
         "host_ecdsa.cpp",
         "host_io.h",
+        "host_layers.h",
         "host_tables.h",
         "../src/codegen.rs",
     ] {
