@@ -27,8 +27,14 @@
 // entries (5 MB, which stays in the H200's L2); a known signer's key table has 9-bit windows, 29
 // additions from 7424 entries (464 KB per signer). 256 must not be a multiple of W, so the top
 // window holds its bits plus the carry of the signed recoding.
+// Both widths may be given smaller by a host build of the exhaustive test, whose tiny group
+// needs 2^(W-1) below its order (no table entry at infinity); the GPU modules never define them.
+#ifndef CS_GTAB_BITS
 #define CS_GTAB_BITS 13
+#endif
+#ifndef CS_KTAB_BITS
 #define CS_KTAB_BITS 9
+#endif
 #define CS_TAB_WINDOWS(W) ((256 + (W) - 1) / (W))
 #define CS_TAB_ENTRIES(W) (CS_TAB_WINDOWS(W) << ((W) - 1))
 #define CS_GTABLE_WORDS (CS_TAB_ENTRIES(CS_GTAB_BITS) * 16)
