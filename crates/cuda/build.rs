@@ -4,21 +4,29 @@
 #[allow(dead_code)]
 mod codegen;
 
+use chainsig_core::curve::small_order;
+
 fn main() {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let header = codegen::curve_header(&chainsig_core::curve::SM2).expect("SM2 header");
     std::fs::write(out.join("cs_curve.h"), header).expect("write cs_curve.h");
     for f in [
-        "cs_types.h",
-        "cs_arith.cuh",
-        "cs_verify.cuh",
-        "cs_ecdsa.cuh",
-        "cs_sm3.cuh",
+        "types.h",
+        "field.cuh",
+        "lanes.cuh",
+        "scalar.cuh",
+        "point.cuh",
+        "ecmult.cuh",
+        "sm2.cuh",
+        "ecdsa.cuh",
+        "sm3.cuh",
         "host_shim.cpp",
         "host_lanes.cpp",
         "host_warp.h",
         "host_ecdsa.cpp",
+        "host_exhaustive.cpp",
         "host_io.h",
+        "host_layers.h",
         "host_tables.h",
         "../src/codegen.rs",
     ] {
@@ -54,6 +62,37 @@ fn main() {
             .flag_if_supported("-O2")
             .warnings(false)
             .compile(&format!("chainsig_cuda_{short}"));
+    }
+    // The generic point and scalar code on each curve of chainsig_core::curve::small_order, for
+    // the exhaustive test (tests/exhaustive/): G's table in 5-bit windows for q = 19 and 3-bit ones
+    // for q = 13 (2^(W-1) below q: no entry at infinity; 256 not a multiple of W), a key's table in
+    // 3-bit ones; secp256k1's q = 13 takes the 3-bit signed window, whose four odd multiples stay
+    // clear of 13 P (the 4-bit window's eight would meet it).
+    for (curve, short, gtab_bits, window_bits) in [
+        (&small_order::SM2_FIELD, "tiny_sm2", "5", None),
+        (&small_order::P256_FIELD, "tiny_p256", "5", None),
+        (&small_order::SECP256K1_FIELD, "tiny_k256", "3", Some("3")),
+    ] {
+        let dir = out.join(short);
+        std::fs::create_dir_all(&dir).expect("create the curve header directory");
+        let header = codegen::curve_header(&curve.params).expect("small-order curve header");
+        std::fs::write(dir.join("cs_curve.h"), header).expect("write cs_curve.h");
+        let mut build = cc::Build::new();
+        build
+            .cpp(true)
+            .file("kernels/host_exhaustive.cpp")
+            .include(&dir)
+            .include("kernels")
+            .define("CS_TINY_PREFIX", format!("cs_{short}_").as_str())
+            .define("CS_GTAB_BITS", gtab_bits)
+            .define("CS_KTAB_BITS", "3")
+            .flag_if_supported("-std=c++17")
+            .flag_if_supported("-O2")
+            .warnings(false);
+        if let Some(bits) = window_bits {
+            build.define("CS_WINDOW_BITS", bits);
+        }
+        build.compile(&format!("chainsig_cuda_{short}"));
     }
     // The pair and quad kernels' lanes, emulated on the host (host_lanes.cpp), once per lane count.
     for (lanes, quad) in [(2, false), (4, true)] {

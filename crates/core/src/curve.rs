@@ -83,6 +83,78 @@ pub const P256: CurveParams = CurveParams {
     gy: h("4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5"),
 };
 
+/// Curves over the fields of SM2, P-256 and secp256k1, with the same a, whose group has a small
+/// prime order q: the exhaustive tests of the generic point and scalar code run every point and
+/// every scalar on them, as libsecp256k1's `tests_exhaustive.c` does. Test data, never for
+/// signatures.
+///
+/// The point formulas never use b, so they hold on these curves as on the real ones; only b', G
+/// and n differ. Each was found with PARI/GP: for b' = 1, 2, … the group order
+/// `ellcard(ellinit([a, b'], p))` until it had a prime factor q ≥ 13 (19 for a = −3, so that the
+/// kernels' 4-bit window's eight odd multiples of a point never meet an exceptional case; 13 for
+/// secp256k1's a = 0, whose six classes of b' offer only 2, 3, 7, 13 and 199 below 1000); then G as the
+/// first point (x, y) with x = 1, 2, …, y even, times #E / q^v (v the power of q in #E), times q
+/// again until `ellorder` gave q. The tests check q·G = ∞ and k·G ≠ ∞ for 0 < k < q themselves.
+///
+/// `n` is not the group order: it is q·c for c the largest prime ≤ (p − 1)/q, a multiple of q
+/// with 2²⁵⁵ < n < p. The code sized for a 256-bit prime order (its Montgomery constants, "p < 2n",
+/// one-subtraction reductions) works unchanged, and every result mod n is right mod q because q
+/// divides n. n is not prime, so only values prime to n may be inverted (a multiple of q or c has no
+/// inverse).
+pub mod small_order {
+    use super::{h, CurveParams};
+
+    /// A test curve and the prime order q of its generator.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct SmallOrderCurve {
+        pub params: CurveParams,
+        pub q: u32,
+    }
+
+    /// y² = x³ − 3x + 1 over SM2's field; 19 divides #E once.
+    pub const SM2_FIELD: SmallOrderCurve = SmallOrderCurve {
+        params: CurveParams {
+            name: "sm2-field-q19",
+            p: super::SM2.p,
+            a: super::SM2.a,
+            b: h("0000000000000000000000000000000000000000000000000000000000000001"),
+            n: h("FFFFFFFEFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF00000000FFFFFFFFFFFFF7EB"),
+            gx: h("DACADCB1504547409B31DB5BBB8CA1EB21E27470315153968F31E608EBF6F3AA"),
+            gy: h("C860FAC3FB431087AA237FF8EFB7FD5E435A3E7852CDEB4AD0D94957D8390682"),
+        },
+        q: 19,
+    };
+
+    /// y² = x³ − 3x + 4 over P-256's field; 19 divides #E once.
+    pub const P256_FIELD: SmallOrderCurve = SmallOrderCurve {
+        params: CurveParams {
+            name: "p256-field-q19",
+            p: super::P256.p,
+            a: super::P256.a,
+            b: h("0000000000000000000000000000000000000000000000000000000000000004"),
+            n: h("FFFFFFFF00000001000000000000000000000000FFFFFFFFFFFFFFFFFFFFC733"),
+            gx: h("BB4428AA667C2B9606DF77762EAA31CA6672AB9EBF2CE1AC3069D2424DAB0B83"),
+            gy: h("165FC3349453C9B080EBC0DC55C531A46214CF8D2B59329FA771FBA1E46EDA1C"),
+        },
+        q: 19,
+    };
+
+    /// y² = x³ + 2 over secp256k1's field (libsecp256k1's curve for order 13); 13² divides #E,
+    /// and G has order 13.
+    pub const SECP256K1_FIELD: SmallOrderCurve = SmallOrderCurve {
+        params: CurveParams {
+            name: "secp256k1-field-q13",
+            p: super::SECP256K1.p,
+            a: super::SECP256K1.a,
+            b: h("0000000000000000000000000000000000000000000000000000000000000002"),
+            n: h("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFBB5"),
+            gx: h("3AD3E1EC92DC070A346A975330B12E1D929C645BE56584AA88E489AA3D68746B"),
+            gy: h("AB34E4942373ED8CF787BB15BC0B9FC1F15065BC091001AA6C607F91C8520383"),
+        },
+        q: 13,
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
 //! Instruction census of the SM2 kernels: compiles micro kernels that each run one field or point
-//! operation (kernels/cs_census.cuh) together with the default verification kernel and its compact
+//! operation (kernels/census.cuh) together with the default verification kernel and its compact
 //! form for sm_90,
 //! disassembles the cubin with `cuobjdump -sass` and counts machine instructions per operation by
 //! class. This is the measurement behind "instructions per multiplication" in crates/cuda/README.md:
@@ -19,7 +19,7 @@ use chainsig_cuda::kernel::{self, KernelConfig};
 use std::collections::BTreeMap;
 use std::process::Command;
 
-const CENSUS: &str = include_str!("../kernels/cs_census.cuh");
+const CENSUS: &str = include_str!("../kernels/census.cuh");
 
 /// Instruction classes, by opcode prefix; the first match wins.
 const CLASSES: &[(&str, &[&str])] = &[

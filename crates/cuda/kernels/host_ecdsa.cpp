@@ -2,11 +2,7 @@
 // (P-256, secp256k1), each with that curve's generated cs_curve.h and the prefix CS_ECDSA_PREFIX
 // (cs_p256_, cs_k256_) on its exports. CI checks cs_verify_ecdsa and the scalar arithmetic against
 // the Rust references, and the backend builds the curve's fixed-base table with it.
-#include "host_warp.h"  // threadIdx and the shuffles, for warp_batch_inv's 32 emulated lanes
-#include "cs_curve.h"
-#include "cs_arith.cuh"
-#include "cs_verify.cuh"
-#include "cs_ecdsa.cuh"
+#include "host_layers.h"  // with host_warp.h, for warp_batch_inv's 32 emulated lanes
 
 #include "host_io.h"
 #include "host_tables.h"

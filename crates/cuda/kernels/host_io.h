@@ -1,5 +1,5 @@
 // Operands from the host's C ABI (8 little-endian words each) into the kernels' types, shared by
-// the host builds (host_shim.cpp, host_lanes.cpp). Include after cs_verify.cuh.
+// the host builds (host_shim.cpp, host_lanes.cpp). Include after host_layers.h.
 #pragma once
 
 static void load8(fe& a, const u32* w) {

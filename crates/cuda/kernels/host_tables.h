@@ -1,5 +1,5 @@
 // The host builds' fixed-base table builder and curve-membership check (host_shim.cpp for SM2,
-// host_ecdsa.cpp for P-256), from the kernels' own arithmetic. Include after cs_verify.cuh.
+// host_ecdsa.cpp for P-256), from the kernels' own arithmetic. Include after host_layers.h.
 #pragma once
 
 #include <vector>
@@ -7,7 +7,7 @@
 #include "host_io.h"
 
 // Fills the fixed-base table of the affine point B in signed W-bit windows (CS_TAB_ENTRIES(W)
-// entries of 16 words; layout in cs_verify.cuh): Jacobian multiples made affine with one shared
+// entries of 16 words; layout in ecmult.cuh): Jacobian multiples made affine with one shared
 // inversion (Montgomery's trick). B must be a point of the curve.
 template <int W>
 static void build_table(const apt& B, u32* out) {

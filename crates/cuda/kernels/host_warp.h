@@ -14,7 +14,7 @@
 
 #include <vector>
 
-#include "cs_types.h"
+#include "types.h"
 
 namespace {  // internal linkage: build.rs links several builds that include this file
 constexpr int kWarpLanes = 32;

@@ -434,7 +434,7 @@ pub fn curve_header(c: &CurveParams) -> Result<String, CodegenError> {
     emit_word_fn(&mut out, "curve_inv_exp", &inv_exp);
     let k = sub(&[0u32; 8], &p);
     emit_word_fn(&mut out, "curve_k", &k);
-    // ECDSA's scalars (kernels/cs_ecdsa.cuh): Montgomery products modulo n with R = 2^256.
+    // ECDSA's scalars (kernels/scalar.cuh): Montgomery products modulo n with R = 2^256.
     emit_word_fn(&mut out, "curve_n_half", &shr1(&n));
     emit_word_fn(&mut out, "curve_n_r2", &montgomery_r2(&n));
     let _ = writeln!(

@@ -4,7 +4,7 @@
 
 use crate::codegen::Words;
 
-/// Window width of G's fixed-base table (signed windows; layout in kernels/cs_verify.cuh).
+/// Window width of G's fixed-base table (signed windows; layout in kernels/ecmult.cuh).
 pub const GTABLE_BITS: usize = 13;
 /// Window width of a known signer's key table.
 pub const KTABLE_BITS: usize = 9;
@@ -249,7 +249,7 @@ impl EcdsaHost {
     }
 
     /// Runs the kernels' `cs_recover_ecdsa` on the CPU: the affine key (x, y) that signed digest
-    /// e with (r, s), R's y parity being `id`, or None (see kernels/cs_ecdsa.cuh).
+    /// e with (r, s), R's y parity being `id`, or None (see kernels/ecdsa.cuh).
     pub fn recover(
         self,
         e: &Words,
@@ -376,7 +376,7 @@ pub struct HostRecord {
     pub py: Words,
 }
 
-/// e = SM3(Z_A ‖ msg) by the GPU module's hashing routine (kernels/cs_sm3.cuh), as 32 big-endian
+/// e = SM3(Z_A ‖ msg) by the GPU module's hashing routine (kernels/sm3.cuh), as 32 big-endian
 /// bytes; `za` is Z_A as bytes.
 pub fn sm3_e(za: &[u8; 32], msg: &[u8]) -> [u8; 32] {
     let len = u32::try_from(msg.len()).expect("host SM3 takes messages below 4 GiB");
@@ -538,7 +538,7 @@ fn assert_table_sizes_agree() {
     assert_eq!(
         table_words_compiled(),
         (GTABLE_WORDS, KTABLE_WORDS),
-        "host.rs and cs_verify.cuh disagree on the table sizes"
+        "host.rs and ecmult.cuh disagree on the table sizes"
     );
 }
 

@@ -10,12 +10,20 @@ use chainsig_core::curve::CurveParams;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
-const TYPES: &str = include_str!("../kernels/cs_types.h");
-const ARITH: &str = include_str!("../kernels/cs_arith.cuh");
-const VERIFY: &str = include_str!("../kernels/cs_verify.cuh");
-const ECDSA: &str = include_str!("../kernels/cs_ecdsa.cuh");
-const KERNELS: &str = include_str!("../kernels/cs_kernels.cuh");
-const SM3: &str = include_str!("../kernels/cs_sm3.cuh");
+const TYPES: &str = include_str!("../kernels/types.h");
+/// The kernels' layers after the curve header, each relying only on those before it (the
+/// contract at the top of each file says what it assumes), then the entry points.
+const LAYERS: [&str; 8] = [
+    include_str!("../kernels/field.cuh"),
+    include_str!("../kernels/lanes.cuh"),
+    include_str!("../kernels/scalar.cuh"),
+    include_str!("../kernels/point.cuh"),
+    include_str!("../kernels/ecmult.cuh"),
+    include_str!("../kernels/sm2.cuh"),
+    include_str!("../kernels/ecdsa.cuh"),
+    include_str!("../kernels/kernels.cuh"),
+];
+const SM3: &str = include_str!("../kernels/sm3.cuh");
 
 /// The SM3 hashing kernel's name (a module of its own, so changing it never invalidates the cached
 /// verification kernels, and verification alone never compiles it).
@@ -31,7 +39,7 @@ pub const ECDSA_KERNEL: &str = "cs_verify_ecdsa";
 pub const ECDSA_LOW_S_KERNEL: &str = "cs_verify_ecdsa_low_s";
 /// The public-key recovery kernel of an ECDSA module (Ethereum's sender recovery).
 pub const RECOVER_KERNEL: &str = "cs_recover_ecdsa_keys";
-/// Rows of a recovery chunk: e, r, s (8 words each) and the recovery ids (kernels/cs_kernels.cuh).
+/// Rows of a recovery chunk: e, r, s (8 words each) and the recovery ids (kernels/kernels.cuh).
 pub const RECOVER_ROWS: usize = 25;
 
 /// The compile-time switches of one kernel.
@@ -53,7 +61,7 @@ pub struct KernelConfig {
     #[serde(default)]
     pub compact: bool,
     /// Two threads per signature (a lane pair), each forming one of every two independent
-    /// products of the point formulas (kernels/cs_arith.cuh). It halves the chain of dependent
+    /// products of the point formulas (kernels/lanes.cuh). It halves the chain of dependent
     /// multiplications a signature waits on and doubles the threads: for batches too small to fill
     /// the GPU. Its blocks are a multiple of 64 threads.
     #[serde(default)]
@@ -303,7 +311,7 @@ fn common_source(curve: &CurveParams) -> Result<String, codegen::CodegenError> {
     s.push_str(TYPES);
     s.push('\n');
     s.push_str(&codegen::curve_header(curve)?);
-    for part in [ARITH, VERIFY, ECDSA, KERNELS] {
+    for part in LAYERS {
         s.push('\n');
         s.push_str(part);
     }
@@ -362,7 +370,7 @@ pub fn compile_ecdsa(
     compile_cached_with(&src, arch, config_options(cfg, arch))
 }
 
-/// Source of the SM3 module (`cs_sm3_e`): the type prelude and kernels/cs_sm3.cuh.
+/// Source of the SM3 module (`cs_sm3_e`): the type prelude and kernels/sm3.cuh.
 pub fn sm3_source() -> String {
     format!("{TYPES}\n{SM3}\n")
 }

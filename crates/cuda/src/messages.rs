@@ -1,4 +1,4 @@
-//! Staging of [`MessageBatch`] chunks for the SM3 kernel (kernels/cs_sm3.cuh): Z_A columns,
+//! Staging of [`MessageBatch`] chunks for the SM3 kernel (kernels/sm3.cuh): Z_A columns,
 //! 32-bit offsets and the message bytes in one pinned buffer per stream. The records themselves
 //! live in `chainsig_core::messages`; Z_A comes from the caller's per-signer cache
 //! (`chainsig_cpu::Preparer::z_a`).

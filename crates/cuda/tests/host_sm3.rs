@@ -1,4 +1,4 @@
-//! The GPU's SM3 routine (kernels/cs_sm3.cuh, host build) against RustCrypto `sm3`: e = SM3(Z_A ‖ M)
+//! The GPU's SM3 routine (kernels/sm3.cuh, host build) against RustCrypto `sm3`: e = SM3(Z_A ‖ M)
 //! for every message length from 0 to 300 bytes (each padding case on both sides of the block
 //! boundaries), long messages, and the standard's example record.
 

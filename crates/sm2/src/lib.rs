@@ -19,6 +19,8 @@
 mod public_key;
 
 mod curve;
+#[cfg(test)]
+mod exhaustive_tests;
 mod field;
 mod limbs;
 pub mod p256;

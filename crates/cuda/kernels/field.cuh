@@ -1,9 +1,32 @@
-// 256-bit prime-field and curve arithmetic for one thread per signature.
+// The field layer: 256-bit integers and arithmetic modulo the curve's prime p, the only file of
+// the kernels with inline PTX.
 //
 // Compiled twice from this one source: by NVRTC for the GPU (inline PTX carry chains under
-// __CUDA_ARCH__) and by the host C++ compiler for CI (the portable path), so the CPU test checks
-// exactly the routines the kernels run. The curve comes from the generated cs_curve.h, which must be
-// included first; nothing here names a particular curve.
+// CS_PTX, that is __CUDA_ARCH__ without CS_PORTABLE) and by the host C++ compiler for CI (the
+// portable path), so the CPU tests check exactly the routines the kernels run.
+//
+// Representation: `fe` is eight 32-bit limbs, little-endian (v[0] least significant), a plain
+// integer (no Montgomery form). Field elements are kept fully reduced: every fe_* routine takes
+// its operands in [0, p) and returns its result in [0, p); nothing is lazily reduced.
+// Bounds beyond that: fe_mul and fe_sqr accept any 256-bit operands (the reduction takes any
+// 512-bit product); fe_reduce_wide any 512-bit value; u256_add / u256_sub / u256_shr1 are plain
+// 256-bit integer operations returning the carry or borrow. The routines generic in the modulus
+// (add_mod, sub_mod<MOD>, sub_once_if_ge, half_mod<MOD>, inv_euclid_mod<MOD>) serve p
+// (CS_MOD_P) and the group order n (CS_MOD_N, used by scalar.cuh) alike: operands below m (below
+// 2m for sub_once_if_ge), results below m. inv_euclid_mod returns 0 for 0 and needs gcd(a, m) = 1
+// (true for any nonzero a below a prime m): its loop would not end for a value sharing a factor
+// with m.
+//
+// Assumes: types.h, then the generated curve header (cs_curve.h, from src/codegen.rs): p and n
+// odd, above 2^255 (so 2^256 - p < p and one conditional subtraction reduces any value below
+// 2^256), p = 3 mod 4 (fe_pow_sqrt), and the reduction's column sums and top-carry bound, which
+// codegen.rs proves for the curve at hand.
+//
+// Timing: the kernels handle public data only (signatures, keys, digests), so nothing here is
+// constant time by contract. Additions, subtractions, selections and the small-constant products
+// are branch-free; a product's reduction branches, rarely, on its value (fe_fold_carry); the
+// inversion by Euclid (inv_euclid_mod) and the exponentiations' loops depend on their inputs and
+// on the public exponent respectively.
 #pragma once
 
 #ifdef CS_COUNT_MULS
@@ -112,12 +135,6 @@ CS_FN bool u256_ge_const_p(const fe& a) {
   fe p, t;
   CS_LOAD_CONST(p, curve_p);
   return u256_sub(t.v, a.v, p.v) == 0;
-}
-
-CS_FN bool u256_ge_const_n(const fe& a) {
-  fe n, t;
-  CS_LOAD_CONST(n, curve_n);
-  return u256_sub(t.v, a.v, n.v) == 0;
 }
 
 // ---------------------------------------------------------------- F_p
@@ -586,157 +603,6 @@ CS_FN void fe_sqr(fe& r, const fe& a) {
   fe_reduce_wide(r, t);
 }
 
-// ---------------------------------------------------------------- two products per step
-// The point formulas below are written as steps of two independent products. One thread forms
-// both, one after the other; in a lane-pair kernel (CS_PAIR, for small batches, where one warp per
-// scheduler leaves most of the GPU idle) the two lanes of a pair (lane ^ 1) hold the same values,
-// each forms one product and they swap results, which halves the chain of dependent
-// multiplications per signature. Both lanes end every step with identical values, so they always
-// take the same branches and the pair stays converged for its shuffles.
-// The lane forms run on the GPU, and on the host under CS_HOST_LANES, where host_lanes.cpp
-// emulates the lanes and their shuffles so that CI checks them too.
-#if (defined(__CUDA_ARCH__) || defined(CS_HOST_LANES)) && defined(CS_PAIR)
-#if defined(CS_QUAD)
-#define CS_LANES 4  // a quad: two pairs, which run the steps of two as pairs
-#else
-#define CS_LANES 2
-#endif
-CS_LANE_FN bool pair_upper() { return (threadIdx.x & 1u) != 0; }
-
-// Lane 0's r0 and lane 1's r1 are in p; each lane takes the other's from its partner.
-CS_LANE_FN void pair_swap_results(fe& r0, fe& r1, const fe& p) {
-  const u32 mask = 3u << (threadIdx.x & 30u);
-  const bool upper = pair_upper();
-#pragma unroll
-  for (int j = 0; j < 8; j++) {
-    const u32 q = __shfl_xor_sync(mask, p.v[j], 1);
-    r0.v[j] = upper ? q : p.v[j];
-    r1.v[j] = upper ? p.v[j] : q;
-  }
-}
-
-// x = the operand of this lane's product: a0 on lane 0, a1 on lane 1.
-CS_LANE_FN void pair_pick(fe& x, const fe& a0, const fe& a1) {
-  const bool upper = pair_upper();
-#pragma unroll
-  for (int j = 0; j < 8; j++) x.v[j] = upper ? a1.v[j] : a0.v[j];
-}
-
-// r0 = a0 b0, r1 = a1 b1.
-CS_FN void fe_mul2(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1) {
-  fe a, b, p;
-  pair_pick(a, a0, a1);
-  pair_pick(b, b0, b1);
-  fe_mul(p, a, b);
-  pair_swap_results(r0, r1, p);
-}
-
-// r0 = a0^2, r1 = a1^2.
-CS_FN void fe_sqr2(fe& r0, const fe& a0, fe& r1, const fe& a1) {
-  fe a, p;
-  pair_pick(a, a0, a1);
-  fe_sqr(p, a);
-  pair_swap_results(r0, r1, p);
-}
-
-// r0 = a0 b0, r1 = a1^2 (the square as a product, so both lanes run the same routine).
-CS_FN void fe_mul_sqr(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1) {
-  fe_mul2(r0, a0, b0, r1, a1, a1);
-}
-#else
-#define CS_LANES 1
-CS_FN void fe_mul2(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1) {
-  fe p, q;
-  fe_mul(p, a0, b0);
-  fe_mul(q, a1, b1);
-  fe_copy(r0, p);
-  fe_copy(r1, q);
-}
-
-CS_FN void fe_sqr2(fe& r0, const fe& a0, fe& r1, const fe& a1) {
-  fe p, q;
-  fe_sqr(p, a0);
-  fe_sqr(q, a1);
-  fe_copy(r0, p);
-  fe_copy(r1, q);
-}
-
-CS_FN void fe_mul_sqr(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1) {
-  fe p, q;
-  fe_mul(p, a0, b0);
-  fe_sqr(q, a1);
-  fe_copy(r0, p);
-  fe_copy(r1, q);
-}
-#endif
-
-// One step of two products, either of which may be a square (SQk: b_k is then ignored).
-template <bool SQ0, bool SQ1>
-CS_FN void fe_step2(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1) {
-  if (SQ0 && SQ1) fe_sqr2(r0, a0, r1, a1);
-  else if (SQ1) fe_mul_sqr(r0, a0, b0, r1, a1);
-  else if (SQ0) fe_mul_sqr(r1, a1, b1, r0, a0);
-  else fe_mul2(r0, a0, b0, r1, a1, b1);
-}
-
-// Steps of four products (SQk: product k is a square, a_k^2; b_k is then ignored). A quad
-// (CS_QUAD) forms one product per lane and gathers all four; a pair forms them in two steps of
-// two; one thread forms them in turn, squares by the squaring routine.
-template <bool SQ0, bool SQ1, bool SQ2, bool SQ3>
-CS_FN void fe_mul4(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1, fe& r2,
-                   const fe& a2, const fe& b2, fe& r3, const fe& a3, const fe& b3) {
-#if CS_LANES == 4
-  const u32 q = threadIdx.x & 3u;
-  fe a, b, p;
-#pragma unroll
-  for (int j = 0; j < 8; j++) {
-    a.v[j] = q == 0 ? a0.v[j] : q == 1 ? a1.v[j] : q == 2 ? a2.v[j] : a3.v[j];
-    b.v[j] = q == 0 ? (SQ0 ? a0.v[j] : b0.v[j])
-           : q == 1 ? (SQ1 ? a1.v[j] : b1.v[j])
-           : q == 2 ? (SQ2 ? a2.v[j] : b2.v[j])
-                    : (SQ3 ? a3.v[j] : b3.v[j]);
-  }
-  fe_mul(p, a, b);
-  const u32 mask = 15u << (threadIdx.x & 28u), base = threadIdx.x & 28u;
-#pragma unroll
-  for (int j = 0; j < 8; j++) {
-    r0.v[j] = __shfl_sync(mask, p.v[j], base);
-    r1.v[j] = __shfl_sync(mask, p.v[j], base + 1);
-    r2.v[j] = __shfl_sync(mask, p.v[j], base + 2);
-    r3.v[j] = __shfl_sync(mask, p.v[j], base + 3);
-  }
-#else
-  fe p0, p1, p2, p3;
-  fe_step2<SQ0, SQ1>(p0, a0, b0, p1, a1, b1);
-  fe_step2<SQ2, SQ3>(p2, a2, b2, p3, a3, b3);
-  fe_copy(r0, p0);
-  fe_copy(r1, p1);
-  fe_copy(r2, p2);
-  fe_copy(r3, p3);
-#endif
-}
-
-// Steps of three products. A quad forms them at once (its fourth lane repeats the third); a pair
-// forms two, then the third on both lanes; one thread forms the three in turn.
-template <bool SQ0, bool SQ1, bool SQ2>
-CS_FN void fe_mul3(fe& r0, const fe& a0, const fe& b0, fe& r1, const fe& a1, const fe& b1, fe& r2,
-                   const fe& a2, const fe& b2) {
-#if CS_LANES == 4
-  fe spare;
-  fe_mul4<SQ0, SQ1, SQ2, SQ2>(r0, a0, b0, r1, a1, b1, r2, a2, b2, spare, a2, b2);
-#else
-  fe p0, p1, p2;
-  fe_step2<SQ0, SQ1>(p0, a0, b0, p1, a1, b1);
-  if (SQ2)
-    fe_sqr(p2, a2);
-  else
-    fe_mul(p2, a2, b2);
-  fe_copy(r0, p0);
-  fe_copy(r1, p1);
-  fe_copy(r2, p2);
-#endif
-}
-
 // a^e for the fixed exponent given by a generated word function (warp-uniform branches).
 #define CS_DEFINE_POW(name, expfn)                          \
   CS_NOINLINE void name(fe& r, const fe& a) {               \
@@ -828,299 +694,14 @@ CS_FN void fe_inv_euclid(fe& r, const fe& a) { inv_euclid_mod<CS_MOD_P>(r, a); }
 
 CS_FN void fe_inv_fermat(fe& r, const fe& a) { fe_pow_inv(r, a); }
 
-// ---------------------------------------------------------------- points
+// The field inversion of a module (KernelConfig::inversion): Euclid or Fermat.
+#define CS_INV_EUCLID 0
+#define CS_INV_FERMAT 1
 
-struct jpt {  // Jacobian (X/Z^2, Y/Z^3); Z = 0 is the point at infinity
-  fe X, Y, Z;
-};
-struct apt {  // affine
-  fe x, y;
-};
-
-CS_FN void pt_set_inf(jpt& R) {
-  fe_set_word(R.X, 1);
-  fe_set_word(R.Y, 1);
-  fe_set_word(R.Z, 0);
-}
-
-CS_FN void pt_from_affine(jpt& R, const apt& a) {
-  fe_copy(R.X, a.x);
-  fe_copy(R.Y, a.y);
-  fe_set_word(R.Z, 1);
-}
-
-CS_FN void pt_cmov(jpt& R, const jpt& a, bool cond) {
-  fe_cmov(R.X, a.X, cond);
-  fe_cmov(R.Y, a.Y, cond);
-  fe_cmov(R.Z, a.Z, cond);
-}
-
-// The doublings' last step, the same for every a: X3 = alpha^2 - 8 beta and
-// Y3 = alpha (4 beta - X3) - 8 gamma^2, from alpha, alpha2 = alpha^2, beta = X Y^2 and
-// gamma = Y^2 (beta and gamma are overwritten).
-CS_FN void dbl_finish(jpt& R, const fe& alpha, const fe& alpha2, fe& beta, fe& gamma) {
-  fe t0, t1;
-  fe_mul_small<4>(beta, beta);
-  fe_add(t1, beta, beta);
-  fe_sub(R.X, alpha2, t1);
-  fe_sub(t0, beta, R.X);
-  fe_mul_sqr(t0, alpha, t0, gamma, gamma);
-  fe_mul_small<8>(gamma, gamma);
-  fe_sub(R.Y, t0, gamma);
-}
-
-#if CS_CURVE_A_ZERO
-// R = 2R for a = 0 (secp256k1; 3M + 4S in three steps). Infinity stays infinity.
-CS_DBL_FN void pt_dbl(jpt& R) {
-  fe xx, gamma, beta, alpha, yz, t0;
-  fe_sqr2(xx, R.X, gamma, R.Y);
-  fe_mul_small<3>(alpha, xx);  // alpha = 3 X^2
-  fe_mul3<false, true, false>(beta, R.X, gamma, t0, alpha, alpha, yz, R.Y, R.Z);
-  fe_add(R.Z, yz, yz);  // Z3 = 2 Y Z
-  dbl_finish(R, alpha, t0, beta, gamma);
-}
-#else
-// R = 2R for a = -3 (4M + 4S in four steps of two). Infinity stays infinity.
-CS_DBL_FN void pt_dbl(jpt& R) {
-  fe delta, gamma, beta, alpha, yz, t0, t1;
-  fe_sqr2(delta, R.Z, gamma, R.Y);
-  fe_sub(t0, R.X, delta);
-  fe_add(t1, R.X, delta);
-  fe_mul2(beta, R.X, gamma, alpha, t0, t1);
-  fe_mul_small<3>(alpha, alpha);  // alpha = 3 (X - delta)(X + delta)
-  // Z3 = 2 Y Z: a product, where (Y + Z)^2 - gamma - delta would be a square and three additions;
-  // on the GPU a square costs what a product does.
-  fe_mul_sqr(yz, R.Y, R.Z, t0, alpha);
-  fe_add(R.Z, yz, yz);
-  dbl_finish(R, alpha, t0, beta, gamma);
-}
-#endif
-
-// y^2 = x^3 + a x + b for the curve's a (-3 or 0): the right-hand side at x.
-CS_FN void curve_rhs(fe& rhs, const fe& x) {
-  fe x2, t, b;
-  fe_sqr(x2, x);
-#if CS_CURVE_A_ZERO
-  fe_copy(t, x2);
-#else
-  fe_set_word(t, 3);
-  fe_sub(t, x2, t);
-#endif
-  fe_mul(rhs, x, t);  // x (x^2 + a): one multiplication fewer than x^3 + a x
-  CS_LOAD_CONST(b, curve_b);
-  fe_add(rhs, rhs, b);
-}
-
-// Co-Z addition of an affine point: Q is first brought to R's Z (X2 = x Z^2, Y2 = y Z^3), then
-// Meloni's addition of two points sharing Z (8M + 3S in all, six steps). Handles R = infinity,
-// R = Q (doubles) and R = -Q (infinity); q_inf makes it a no-op (used by branch-free table
-// selection).
-CS_NOINLINE void pt_add_affine(jpt& R, const apt& Q, bool q_inf) {
-  fe z2, x2, y2, h, rr, a, b, c, t;
-  fe_sqr(z2, R.Z);
-  fe_mul2(x2, Q.x, z2, t, z2, R.Z);
-  fe_sub(h, x2, R.X);
-  fe_mul_sqr(y2, Q.y, t, a, h);  // A = (X2 - X1)^2
-  fe_sub(rr, y2, R.Y);
-  bool r_inf = fe_is_zero(R.Z);
-  if (!q_inf && !r_inf && fe_is_zero(h)) {  // rare: same x coordinate
-    if (fe_is_zero(rr))
-      pt_dbl(R);
-    else
-      pt_set_inf(R);
-    return;
-  }
-  jpt S;
-  fe_mul2(b, R.X, a, c, x2, a);  // B = X1 A, C = X2 A
-  fe_mul_sqr(S.Z, R.Z, h, t, rr);  // D = (Y2 - Y1)^2
-  fe_sub(t, t, b);
-  fe_sub(S.X, t, c);  // X3 = D - B - C
-  fe_sub(t, b, S.X);
-  fe_sub(c, c, b);
-  fe_mul2(t, rr, t, c, R.Y, c);  // (Y2 - Y1)(B - X3), Y1 (C - B)
-  fe_sub(S.Y, t, c);
-  jpt Qj;
-  pt_from_affine(Qj, Q);
-  pt_cmov(S, Qj, r_inf);
-  pt_cmov(S, R, q_inf);
-  fe_copy(R.X, S.X);
-  fe_copy(R.Y, S.Y);
-  fe_copy(R.Z, S.Z);
-}
-
-// R = R + Q, both Jacobian (12M + 4S), with every special case: five levels of 2, 4, 4, 4 and 2
-// independent products (five steps of a quad, eight of a pair).
-CS_NOINLINE void pt_add_jac(jpt& R, const jpt& Q) {
-  bool r_inf = fe_is_zero(R.Z), q_inf = fe_is_zero(Q.Z);
-  fe z1z1, z2z2, u1, u2, t1, t2, s1, s2, h, rr, t, hh, hhh, z1z2;
-  fe_sqr2(z1z1, R.Z, z2z2, Q.Z);
-  // Products that share an operand share a pair step: the pair picks only the other one.
-  fe_mul4<false, false, false, false>(u1, R.X, z2z2, t1, Q.Z, z2z2, u2, Q.X, z1z1, t2, R.Z, z1z1);
-  fe_sub(h, u2, u1);
-  fe_mul4<false, false, true, false>(s1, R.Y, t1, s2, Q.Y, t2, hh, h, h, z1z2, R.Z, Q.Z);
-  fe_sub(rr, s2, s1);
-  if (!r_inf && !q_inf && fe_is_zero(h)) {
-    if (fe_is_zero(rr))
-      pt_dbl(R);
-    else
-      pt_set_inf(R);
-    return;
-  }
-  jpt S;
-  // H^3, V = U1 H^2, r^2, Z3 = Z1 Z2 H
-  fe_mul4<false, false, true, false>(hhh, h, hh, u1, u1, hh, t, rr, rr, S.Z, z1z2, h);
-  fe_sub(t, t, hhh);
-  fe_sub(t, t, u1);
-  fe_sub(S.X, t, u1);  // X3 = r^2 - H^3 - 2V
-  fe_sub(t, u1, S.X);
-  fe_mul2(t, rr, t, s1, s1, hhh);
-  fe_sub(S.Y, t, s1);  // Y3 = r (V - X3) - S1 H^3
-  pt_cmov(S, Q, r_inf);
-  pt_cmov(S, R, q_inf);
-  fe_copy(R.X, S.X);
-  fe_copy(R.Y, S.Y);
-  fe_copy(R.Z, S.Z);
-}
-
-// ---------------------------------------------------------------- tables on one Z
-// The variable-base walk adds entries of a small table of multiples of P. Stored on one common Z
-// (lam), an entry (x, y) is the Jacobian point (x, y, lam): with lam^2 and lam^3 formed once per
-// table, each addition costs 11M + 3S instead of the 12M + 4S of two unrelated Jacobian points,
-// and an entry is 16 words instead of 24.
-struct coz_basis {
-  fe lam, lam2, lam3;
-};
-
-// a x for the curve's a (-3, or 0).
-CS_FN void fe_times_a(fe& r, const fe& x) {
-#if CS_CURVE_A_ZERO
-  fe_set_word(r, 0);
-#else
-  fe t;
-  fe_mul_small<3>(t, x);
-  fe_neg(r, t);
-#endif
-}
-
-// R = 2R in modified Jacobian coordinates (Cohen, Miyaji, Ono): W = a Z^4 travels with the point,
-// and the doubling is 4M + 4S in three levels of 3, 3 and 2 independent products, where the a = -3
-// formula (pt_dbl) needs four levels. A quad therefore doubles in three steps; one thread or a
-// pair gains nothing and keeps pt_dbl, whose walk needs no W. Infinity stays infinity (W = 0).
-CS_DBL_FN void pt_dbl_w(jpt& R, fe& W) {
-  fe xx, yy, yz, m, mm, y4, xyy, s, t, u;
-  fe_mul3<true, true, false>(xx, R.X, R.X, yy, R.Y, R.Y, yz, R.Y, R.Z);
-  fe_mul_small<3>(m, xx);
-  fe_add(m, m, W);  // M = 3 X^2 + a Z^4
-  fe_mul3<true, true, false>(mm, m, m, y4, yy, yy, xyy, R.X, yy);
-  fe_mul_small<4>(s, xyy);  // S = 4 X Y^2
-  fe_sub(t, mm, s);
-  fe_sub(R.X, t, s);  // X3 = M^2 - 2S
-  fe_mul_small<8>(y4, y4);  // 8 Y^4
-  fe_sub(t, s, R.X);
-  fe_mul2(t, m, t, u, y4, W);
-  fe_sub(R.Y, t, y4);  // Y3 = M (S - X3) - 8 Y^4
-  fe_add(R.Z, yz, yz);  // Z3 = 2 Y Z
-  fe_add(W, u, u);      // a Z3^4 = 16 Y^4 a Z^4
-}
-
-// R = R + (Q.x, Q.y, lam) with every special case; five levels of 4, 2, 3, 3 and 2 independent
-// products (five steps of a quad, eight of a pair). With W (modified Jacobian, for pt_dbl_w) the
-// sum's a Z^4 comes out of three more products in the same five levels (4, 3, 3, 4, 3), so a quad
-// pays no extra step for it; alam4 = a lam^4 is the W of an entry, for R at infinity.
-template <bool WITH_W>
-CS_FN void pt_add_coz(jpt& R, fe* W, const apt& Q, const coz_basis& B, const fe* alam4) {
-  const bool r_inf = fe_is_zero(R.Z);
-  fe z1z1, u1, s1, yz, u2, s2, zl, h, rr, hh, r2, zh, hhh, v, z3sq, z3q, t;
-  fe_mul4<true, false, false, false>(z1z1, R.Z, R.Z, u1, R.X, B.lam2, s1, R.Y, B.lam3, yz, Q.y,
-                                     R.Z);
-  if (WITH_W)  // U2 = x Z1^2, S2 = y Z1^3, Z1^2 lam^2
-    fe_mul3<false, false, false>(u2, Q.x, z1z1, s2, yz, z1z1, zl, z1z1, B.lam2);
+template <int INV>
+CS_FN void fe_inv(fe& r, const fe& a) {
+  if (INV == CS_INV_FERMAT)
+    fe_inv_fermat(r, a);
   else
-    fe_mul2(u2, Q.x, z1z1, s2, yz, z1z1);
-  fe_sub(h, u2, u1);
-  fe_sub(rr, s2, s1);
-  if (!r_inf && fe_is_zero(h)) {  // rare: the same x coordinate
-    if (fe_is_zero(rr)) {
-      if (WITH_W)
-        pt_dbl_w(R, *W);
-      else
-        pt_dbl(R);
-    } else {
-      pt_set_inf(R);
-      if (WITH_W) fe_set_word(*W, 0);
-    }
-    return;
-  }
-  jpt S;
-  fe_mul3<true, true, false>(hh, h, h, r2, rr, rr, zh, R.Z, h);
-  if (WITH_W)  // and Z3^2 = Z1^2 lam^2 H^2
-    fe_mul4<false, false, false, false>(hhh, h, hh, v, u1, hh, S.Z, zh, B.lam, z3sq, zl, hh);
-  else
-    fe_mul3<false, false, false>(hhh, h, hh, v, u1, hh, S.Z, zh, B.lam);  // Z3 = Z1 lam H
-  fe_sub(t, r2, hhh);
-  fe_sub(t, t, v);
-  fe_sub(S.X, t, v);  // X3 = r^2 - H^3 - 2V
-  fe_sub(t, v, S.X);
-  if (WITH_W)
-    fe_mul3<false, false, true>(t, rr, t, s1, s1, hhh, z3q, z3sq, z3sq);
-  else
-    fe_mul2(t, rr, t, s1, s1, hhh);
-  fe_sub(S.Y, t, s1);  // Y3 = r (V - X3) - S1 H^3
-  jpt Qj;  // R at infinity: the sum is the entry itself
-  fe_copy(Qj.X, Q.x);
-  fe_copy(Qj.Y, Q.y);
-  fe_copy(Qj.Z, B.lam);
-  pt_cmov(S, Qj, r_inf);
-  fe_copy(R.X, S.X);
-  fe_copy(R.Y, S.Y);
-  fe_copy(R.Z, S.Z);
-  if (WITH_W) {
-    fe_times_a(*W, z3q);
-    fe_cmov(*W, *alam4, r_inf);
-  }
-}
-
-// T[i] = (2i + 1) P for i < N, all on one Z, from an affine P of odd prime order. Each odd multiple
-// is the last plus 2P by Meloni's co-Z addition (5M + 2S with the Z product left out), which also
-// brings 2P to the sum's Z, so the next addition is co-Z again; afterwards every earlier entry is
-// brought to the last one's Z. 91 products for N = 8 (against 120 in Jacobian points), 11 more per
-// entry after. No step meets an exceptional case: (2i - 1) P = ±2P would need an order dividing
-// 2i + 1 or 2i - 3.
-template <int N>
-CS_FN void coz_odd_multiples(apt T[N], coz_basis& B, const apt& P) {
-  jpt D;
-  pt_from_affine(D, P);
-  pt_dbl(D);  // 2P on Z_0 = D.Z
-  fe z2, z3, h[N - 1];
-  fe_sqr(z2, D.Z);
-  fe_mul(z3, z2, D.Z);
-  fe_mul2(T[0].x, P.x, z2, T[0].y, P.y, z3);  // P on Z_0
-  for (int i = 1; i < N; i++) {
-    // T[i-1] and D share Z_(i-1); their sum and D move to Z_i = Z_(i-1) h.
-    fe rr, a, d, b, c, t;
-    fe_sub(h[i - 1], T[i - 1].x, D.X);
-    fe_sub(rr, T[i - 1].y, D.Y);
-    fe_sqr2(a, h[i - 1], d, rr);
-    fe_mul2(b, D.X, a, c, T[i - 1].x, a);  // D's x and the entry's x times h^2
-    fe_sub(t, d, b);
-    fe_sub(T[i].x, t, c);  // X = rr^2 - B - C
-    fe_sub(t, b, T[i].x);
-    fe_sub(c, c, b);                  // h^3
-    fe_mul2(t, rr, t, D.Y, D.Y, c);  // rr (B - X), and D's y on the new Z
-    fe_sub(T[i].y, t, D.Y);
-    fe_copy(D.X, b);
-  }
-  // T[j] lies on Z_j = Z_0 h_0 ... h_(j-1): bring it to Z_(N-1) by f = h_j ... h_(N-2).
-  fe f;
-  fe_copy(f, h[N - 2]);
-  for (int j = N - 2; j >= 0; j--) {
-    fe f2, f3;
-    if (j < N - 2) fe_mul(f, f, h[j]);
-    fe_sqr(f2, f);
-    fe_mul(f3, f2, f);
-    fe_mul2(T[j].x, T[j].x, f2, T[j].y, T[j].y, f3);
-  }
-  fe_mul(B.lam, D.Z, f);  // Z_(N-1) = Z_0 h_0 ... h_(N-2)
-  fe_sqr(B.lam2, B.lam);
-  fe_mul(B.lam3, B.lam2, B.lam);
+    fe_inv_euclid(r, a);
 }

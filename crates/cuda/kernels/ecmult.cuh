@@ -1,14 +1,25 @@
-// SM2-style verification of one signature by one thread: range checks, t = r + s mod n, the
-// double-scalar product s*G + t*P in one of three modes, and the final comparison
-// (e + x1) mod n == r. Shared by the GPU kernels and the host (CI) build.
+// Scalar multiplication: the fixed-base tables and their walk (mul_fixed), the table of odd
+// multiples on one Z (coz_odd_multiples) and the signed-window walk (mul_window), and the three
+// double-scalar products s G + t P of the SM2 modes (mul_paper_sim, mul_separate, mul_fast),
+// which ECDSA's verification and recovery reuse.
+//
+// Representation: scalars are 256-bit integers in `fe` limbs (scalar.cuh), points as in
+// point.cuh; a fixed-base table is an array of affine entries, 16 words each (x then y), laid out
+// as described at CS_GTAB_BITS below.
+// Bounds and assumptions on the group (all hold for the real curves, whose order n is a prime
+// above 2^255):
+// - mul_fixed<W>: any k below 2^256; no table entry is infinity, that is B's order does not
+//   divide m 2^(W j) for m <= 2^(W-1) (true for a prime order above 2^(W-1)).
+// - coz_odd_multiples<N>: P affine, of odd prime order above 2N - 1, so that no step of the chain
+//   meets an exceptional case.
+// - mul_window (signed window): t below 2^256 and at most n, and n P = infinity (an even t is
+//   walked as n - t, then negated).
+// - mul_paper_sim, mul_separate: any s, t below 2^256 and any affine P.
+// Every multiplication returns the exact multiple, infinity included; none needs an inversion
+// except mul_paper_sim's (G + P made affine, by fe_inv<INV>).
+// Assumes: field.cuh, lanes.cuh, scalar.cuh, point.cuh. Timing: variable (digit-dependent table
+// indices and the additions' exceptional cases); the inputs are public.
 #pragma once
-
-#define CS_MODE_PAPER 0     // window-1 simultaneous (Shamir) with {inf, G, P, G+P}, co-Z additions
-#define CS_MODE_SEPARATE 1  // s*G from the fixed-base table, t*P by window-1 double-and-add
-#define CS_MODE_FAST 2      // s*G from the fixed-base table, t*P by a signed 4-bit window, no inversion
-
-#define CS_INV_EUCLID 0
-#define CS_INV_FERMAT 1
 
 // Fixed-base tables in signed windows of W bits: entry (j, m) = m * 2^(W j) * B for j < the
 // number of windows and 1 <= m <= 2^(W-1), affine, 16 words, at index j * 2^(W-1) + m - 1.
@@ -16,61 +27,18 @@
 // entries (5 MB, which stays in the H200's L2); a known signer's key table has 9-bit windows, 29
 // additions from 7424 entries (464 KB per signer). 256 must not be a multiple of W, so the top
 // window holds its bits plus the carry of the signed recoding.
+// Both widths may be given smaller by a host build of the exhaustive test, whose tiny group
+// needs 2^(W-1) below its order (no table entry at infinity); the GPU modules never define them.
+#ifndef CS_GTAB_BITS
 #define CS_GTAB_BITS 13
+#endif
+#ifndef CS_KTAB_BITS
 #define CS_KTAB_BITS 9
+#endif
 #define CS_TAB_WINDOWS(W) ((256 + (W) - 1) / (W))
 #define CS_TAB_ENTRIES(W) (CS_TAB_WINDOWS(W) << ((W) - 1))
 #define CS_GTABLE_WORDS (CS_TAB_ENTRIES(CS_GTAB_BITS) * 16)
 #define CS_KTABLE_WORDS (CS_TAB_ENTRIES(CS_KTAB_BITS) * 16)
-
-struct sig_in {
-  fe e, r, s, px, py;
-  u32 parity;  // parity of y when the key arrives compressed
-};
-
-// Word wi of a (wi may be a run-time value: a select chain keeps a in registers).
-CS_FN u32 fe_word(const fe& a, int wi) {
-  u32 w = a.v[0];
-#pragma unroll
-  for (int q = 1; q < 8; q++) w = (wi == q) ? a.v[q] : w;
-  return w;
-}
-
-CS_FN bool scalar_in_range(const fe& a) { return !fe_is_zero(a) && !u256_ge_const_n(a); }
-
-// r = a + b mod n for a, b < n.
-CS_FN void scalar_add_mod_n(fe& r, const fe& a, const fe& b) {
-  fe n;
-  CS_LOAD_CONST(n, curve_n);
-  add_mod(r, a, b, n);
-}
-
-// a mod n for a < 2^256 < 2n.
-CS_FN void scalar_reduce_once(fe& a) {
-  fe n;
-  CS_LOAD_CONST(n, curve_n);
-  sub_once_if_ge(a, n);
-}
-
-// y of the point with abscissa x and the given parity; false when x >= p or no such point.
-CS_FN bool cs_decompress(fe& y, const fe& x, u32 parity) {
-  if (u256_ge_const_p(x)) return false;
-  fe rhs, t;
-  curve_rhs(rhs, x);
-  fe_pow_sqrt(y, rhs);  // p = 3 mod 4
-  fe_sqr(t, y);
-  if (!fe_eq(t, rhs)) return false;
-  fe_neg_if(y, (y.v[0] & 1) != (parity & 1));
-  return true;
-}
-
-template <int INV>
-CS_FN void fe_inv(fe& r, const fe& a) {
-  if (INV == CS_INV_FERMAT)
-    fe_inv_fermat(r, a);
-  else
-    fe_inv_euclid(r, a);
-}
 
 CS_FN void table_load(apt& q, const u32* tab, u32 idx) {
 #if defined(__CUDA_ARCH__)
@@ -86,14 +54,6 @@ CS_FN void table_load(apt& q, const u32* tab, u32 idx) {
     q.y.v[i] = tab[idx * 16 + 8 + i];
   }
 #endif
-}
-
-// W bits of k from bit position `bit` on (bits above 255 read as zero).
-CS_FN u32 fe_bits(const fe& k, int bit, int W) {
-  const int wi = bit >> 5, sh = bit & 31;
-  const u32 lo = fe_word(k, wi), hi = wi + 1 < 8 ? fe_word(k, wi + 1) : 0u;
-  const u32 v = sh == 0 ? lo : (lo >> sh) | (hi << (32 - sh));
-  return v & ((1u << W) - 1u);
 }
 
 // R = k * B for 0 <= k < 2^256 from B's table in signed W-bit windows: one affine addition per
@@ -117,26 +77,49 @@ CS_FN void mul_fixed(jpt& R, const fe& k, const u32* tab) {
   }
 }
 
-CS_FN void curve_g(apt& g) {
-  CS_LOAD_CONST(g.x, curve_gx);
-  CS_LOAD_CONST(g.y, curve_gy);
-}
-
-// Affine form of a finite Jacobian point, given zi = 1/Z: (X zi^2, Y zi^3).
-CS_FN void pt_affine_with(apt& a, const jpt& P, const fe& zi) {
-  fe zi2;
-  fe_sqr(zi2, zi);
-  fe_mul(a.x, P.X, zi2);
-  fe_mul(zi2, zi2, zi);
-  fe_mul(a.y, P.Y, zi2);
-}
-
-// Affine form of a finite Jacobian point.
-template <int INV>
-CS_FN void pt_to_affine(apt& a, const jpt& P) {
-  fe zi;
-  fe_inv<INV>(zi, P.Z);
-  pt_affine_with(a, P, zi);
+// T[i] = (2i + 1) P for i < N, all on one Z, from an affine P of odd prime order. Each odd multiple
+// is the last plus 2P by Meloni's co-Z addition (5M + 2S with the Z product left out), which also
+// brings 2P to the sum's Z, so the next addition is co-Z again; afterwards every earlier entry is
+// brought to the last one's Z. 91 products for N = 8 (against 120 in Jacobian points), 11 more per
+// entry after. No step meets an exceptional case: (2i - 1) P = ±2P would need an order dividing
+// 2i + 1 or 2i - 3.
+template <int N>
+CS_FN void coz_odd_multiples(apt T[N], coz_basis& B, const apt& P) {
+  jpt D;
+  pt_from_affine(D, P);
+  pt_dbl(D);  // 2P on Z_0 = D.Z
+  fe z2, z3, h[N - 1];
+  fe_sqr(z2, D.Z);
+  fe_mul(z3, z2, D.Z);
+  fe_mul2(T[0].x, P.x, z2, T[0].y, P.y, z3);  // P on Z_0
+  for (int i = 1; i < N; i++) {
+    // T[i-1] and D share Z_(i-1); their sum and D move to Z_i = Z_(i-1) h.
+    fe rr, a, d, b, c, t;
+    fe_sub(h[i - 1], T[i - 1].x, D.X);
+    fe_sub(rr, T[i - 1].y, D.Y);
+    fe_sqr2(a, h[i - 1], d, rr);
+    fe_mul2(b, D.X, a, c, T[i - 1].x, a);  // D's x and the entry's x times h^2
+    fe_sub(t, d, b);
+    fe_sub(T[i].x, t, c);  // X = rr^2 - B - C
+    fe_sub(t, b, T[i].x);
+    fe_sub(c, c, b);                  // h^3
+    fe_mul2(t, rr, t, D.Y, D.Y, c);  // rr (B - X), and D's y on the new Z
+    fe_sub(T[i].y, t, D.Y);
+    fe_copy(D.X, b);
+  }
+  // T[j] lies on Z_j = Z_0 h_0 ... h_(j-1): bring it to Z_(N-1) by f = h_j ... h_(N-2).
+  fe f;
+  fe_copy(f, h[N - 2]);
+  for (int j = N - 2; j >= 0; j--) {
+    fe f2, f3;
+    if (j < N - 2) fe_mul(f, f, h[j]);
+    fe_sqr(f2, f);
+    fe_mul(f3, f2, f);
+    fe_mul2(T[j].x, T[j].x, f2, T[j].y, T[j].y, f3);
+  }
+  fe_mul(B.lam, D.Z, f);  // Z_(N-1) = Z_0 h_0 ... h_(N-2)
+  fe_sqr(B.lam2, B.lam);
+  fe_mul(B.lam3, B.lam2, B.lam);
 }
 
 // Paper: window-1 simultaneous multiplication with the table {inf, G, P, G+P}.
@@ -314,74 +297,4 @@ CS_FN void mul_fast(jpt& R, const fe& s, const fe& t, const apt& P, const u32* g
   mul_window(tp, t, P);
   mul_fixed<CS_GTAB_BITS>(R, s, gtab);
   pt_add_jac(R, tp);
-}
-
-// The checks before any point arithmetic: r and s in [1, n), then t = r + s mod n, nonzero.
-CS_FN bool cs_scalars(fe& t, const fe& r, const fe& s) {
-  if (!scalar_in_range(r) || !scalar_in_range(s)) return false;
-  scalar_add_mod_n(t, r, s);
-  return !fe_is_zero(t);
-}
-
-// (e + x1) mod n == r for the Jacobian R = (X, Y, Z) without inverting Z: x1 = X / Z^2 lies in
-// [0, p) and x1 mod n = v = (r - e) mod n, so x1 is v or v + n (p > n).
-CS_FN bool cs_x_matches(const jpt& R, const fe& e_in, const fe& r) {
-  if (fe_is_zero(R.Z)) return false;  // s*G + t*P at infinity
-  fe e, v, n, z2, cand, w;
-  fe_copy(e, e_in);
-  scalar_reduce_once(e);
-  CS_LOAD_CONST(n, curve_n);
-  if (u256_sub(v.v, r.v, e.v)) u256_add(v.v, v.v, n.v);
-  fe_sqr(z2, R.Z);
-  fe_mul(cand, v, z2);
-  if (fe_eq(cand, R.X)) return true;
-  u32 c = u256_add(w.v, v.v, n.v);
-  if (c || u256_ge_const_p(w)) return false;
-  fe_mul(cand, w, z2);
-  return fe_eq(cand, R.X);
-}
-
-// The whole verification. gtab is unused in paper mode.
-template <int MODE, int INV, int COMPRESS>
-CS_FN bool cs_verify(const sig_in& in, const u32* gtab) {
-  fe t;
-  if (!cs_scalars(t, in.r, in.s)) return false;
-  apt P;
-  fe_copy(P.x, in.px);
-  if (COMPRESS) {
-    if (!cs_decompress(P.y, in.px, in.parity)) return false;
-  } else {
-    fe_copy(P.y, in.py);
-  }
-  jpt R;
-  if (MODE == CS_MODE_PAPER)
-    mul_paper_sim<INV>(R, in.s, t, P);
-  else if (MODE == CS_MODE_SEPARATE)
-    mul_separate(R, in.s, t, P, gtab);
-  else
-    mul_fast(R, in.s, t, P, gtab);
-  if (MODE == CS_MODE_FAST) return cs_x_matches(R, in.e, in.r);
-  if (fe_is_zero(R.Z)) return false;  // s*G + t*P at infinity
-  fe e;
-  fe_copy(e, in.e);
-  scalar_reduce_once(e);
-  apt A;
-  pt_to_affine<INV>(A, R);
-  scalar_reduce_once(A.x);
-  fe sum;
-  scalar_add_mod_n(sum, e, A.x);
-  return fe_eq(sum, in.r);
-}
-
-// A known signer's verification: s*G and t*P both from fixed-base tables (ktab is the signer's),
-// 49 affine additions and no doubling at all, then the comparison of the fast mode.
-CS_FN bool cs_verify_signed(const fe& e, const fe& r, const fe& s, const u32* gtab,
-                            const u32* ktab) {
-  fe t;
-  if (!cs_scalars(t, r, s)) return false;
-  jpt R, Q;
-  mul_fixed<CS_GTAB_BITS>(R, s, gtab);
-  mul_fixed<CS_KTAB_BITS>(Q, t, ktab);
-  pt_add_jac(R, Q);
-  return cs_x_matches(R, e, r);
 }

@@ -1,9 +1,60 @@
-// ECDSA verification of one signature by one thread, for any curve the generated header
-// describes (P-256 here; SM2's curve would do as well): the checks on r and s, w = s^-1 mod n
-// shared across the warp (warp_batch_inv), u1 = e w and u2 = r w mod n, then u1 G + u2 Q by the
-// fast mode's two multiplications (G's fixed-base table, Q's signed window) and the comparison
-// x(R) mod n == r without inverting Z. Shared by the GPU kernels and the host (CI) build.
+// The scalar layer: all arithmetic modulo the group order n (the generated curve_n), and reading
+// a scalar's bits for the multiplications.
+//
+// Representation: a scalar is an `fe` (eight little-endian 32-bit limbs) holding a plain integer;
+// "mod n" results are fully reduced, in [0, n). Montgomery form (R = 2^256) appears only where
+// named: sc_mont_mul returns a b R^-1 mod n, and warp_batch_inv<.., CS_MOD_N> returns x^-1 R.
+// Bounds: scalar_add_mod_n, sc_mont_mul and sc_mul take operands below n; scalar_reduce_once any
+// value below 2^256 (< 2n); scalar_in_range, scalar_is_high, fe_word and fe_bits any 256-bit value.
+// The modulus-generic routines of field.cuh (sub_mod, half_mod, inv_euclid_mod with CS_MOD_N) are
+// the rest of the arithmetic mod n, under their bounds there.
+//
+// Assumes: field.cuh; n odd with 2^255 < n < 2^256, CS_N0INV = -n^-1 mod 2^32, curve_n_r2 =
+// R^2 mod n and curve_n_half = (n - 1) / 2 from the generated header (codegen.rs derives them).
+// Nothing here needs n prime except the inversions, which need gcd(x, n) = 1. warp_batch_inv:
+// every lane of the warp calls it together (CS_INV_LANES lanes: 32 on the GPU, 1 in the host
+// builds, which include host_warp.h first so that its shuffles are declared).
+// Timing: the kernels' scalars are public; the additions, the Montgomery products and the
+// comparisons are branch-free, the inversion by Euclid is not.
 #pragma once
+
+CS_FN bool u256_ge_const_n(const fe& a) {
+  fe n, t;
+  CS_LOAD_CONST(n, curve_n);
+  return u256_sub(t.v, a.v, n.v) == 0;
+}
+
+// Word wi of a (wi may be a run-time value: a select chain keeps a in registers).
+CS_FN u32 fe_word(const fe& a, int wi) {
+  u32 w = a.v[0];
+#pragma unroll
+  for (int q = 1; q < 8; q++) w = (wi == q) ? a.v[q] : w;
+  return w;
+}
+
+CS_FN bool scalar_in_range(const fe& a) { return !fe_is_zero(a) && !u256_ge_const_n(a); }
+
+// r = a + b mod n for a, b < n.
+CS_FN void scalar_add_mod_n(fe& r, const fe& a, const fe& b) {
+  fe n;
+  CS_LOAD_CONST(n, curve_n);
+  add_mod(r, a, b, n);
+}
+
+// a mod n for a < 2^256 < 2n.
+CS_FN void scalar_reduce_once(fe& a) {
+  fe n;
+  CS_LOAD_CONST(n, curve_n);
+  sub_once_if_ge(a, n);
+}
+
+// W bits of k from bit position `bit` on (bits above 255 read as zero).
+CS_FN u32 fe_bits(const fe& k, int bit, int W) {
+  const int wi = bit >> 5, sh = bit & 31;
+  const u32 lo = fe_word(k, wi), hi = wi + 1 < 8 ? fe_word(k, wi + 1) : 0u;
+  const u32 v = sh == 0 ? lo : (lo >> sh) | (hi << (32 - sh));
+  return v & ((1u << W) - 1u);
+}
 
 // r = a b R^-1 mod n (R = 2^256) for a, b < n: word-serial Montgomery multiplication (CIOS), each
 // round adding a_j b_i and then m n with m chosen to clear the lowest word. A verification needs
@@ -137,78 +188,4 @@ CS_FN void warp_batch_inv(fe& w, const fe& x_in, bool use) {
   fe_from_lane<LANES>(t, suf, lane + 1 < LANES ? lane + 1 : lane);
   inv_domain_mul<MOD>(p, w, t);
   fe_cmov(w, p, lane + 1 < LANES);
-}
-
-// Whether r and s are in [1, n) (and, for LOW_S, s <= n/2).
-template <int LOW_S>
-CS_FN bool ecdsa_scalars_ok(const fe& r, const fe& s) {
-  return scalar_in_range(r) && scalar_in_range(s) && !(LOW_S && scalar_is_high(s));
-}
-
-// The verification past the range checks, from w = s^-1 R mod n (warp_batch_inv).
-CS_FN bool ecdsa_verify_with(const fe& e_in, const fe& r, const fe& w, const apt& Q,
-                             const u32* gtab) {
-  fe e, u1, u2;
-  fe_copy(e, e_in);
-  scalar_reduce_once(e);
-  sc_mont_mul(u1, e, w);  // e s^-1: w's R cancels the product's R^-1
-  sc_mont_mul(u2, r, w);  // nonzero: r, w in [1, n) and n prime
-  jpt R, T;
-  mul_window(T, u2, Q);
-  mul_fixed<CS_GTAB_BITS>(R, u1, gtab);  // infinity for u1 = 0 (e = 0 mod n)
-  pt_add_jac(R, T);
-  fe zero;
-  fe_set_word(zero, 0);
-  return cs_x_matches(R, zero, r);  // x(R) is r or r + n
-}
-
-// The whole ECDSA verification of digest e (the hash's leftmost 256 bits, any value below 2^256),
-// signature (r, s) and the validated public key Q. LOW_S rejects s > n/2. Every lane of the warp
-// calls it together (the inversion is shared); `active` is false for a lane without a signature.
-template <int LOW_S>
-CS_FN bool cs_verify_ecdsa(const fe& e_in, const fe& r, const fe& s, const apt& Q,
-                           const u32* gtab, bool active = true) {
-  const bool ok = active && ecdsa_scalars_ok<LOW_S>(r, s);
-  fe w;
-  warp_batch_inv<CS_INV_LANES, CS_MOD_N>(w, s, ok);
-  return ok && ecdsa_verify_with(e_in, r, w, Q, gtab);
-}
-
-// Public-key recovery (Ethereum's sender recovery): Q = r^-1 (s R - e G), where R is the point
-// with x = r and the parity of y `id` names (ids 0 and 1; x = r + n, ids 2 and 3, is refused, as
-// Ethereum does). False for r or s outside [1, n), s > n/2 (Ethereum since Homestead), an r that
-// is no point's x, or Q at infinity. Both inversions are shared across the warp: r^-1 mod n as
-// s^-1 is in verification, and the one that makes Q affine, Z^-1 mod p. Every lane of the warp
-// calls this together and reaches both (`active` false for a lane without a request).
-CS_FN bool cs_recover_ecdsa(apt& Q, const fe& e_in, const fe& r, const fe& s, u32 id,
-                            const u32* gtab, bool active = true) {
-  const bool ok = active && id <= 1 && ecdsa_scalars_ok<1>(r, s);
-  fe w;
-  warp_batch_inv<CS_INV_LANES, CS_MOD_N>(w, r, ok);
-  apt R;
-  fe_copy(R.x, r);
-  const bool on_curve = ok && cs_decompress(R.y, r, id);
-  jpt S;
-  pt_set_inf(S);
-  if (on_curve) {
-    fe e, u1, u2;
-    fe_copy(e, e_in);
-    scalar_reduce_once(e);
-    sc_mont_mul(u1, e, w);  // e / r
-    if (!fe_is_zero(u1)) {  // u1 = -e / r
-      fe n;
-      CS_LOAD_CONST(n, curve_n);
-      u256_sub(u1.v, n.v, u1.v);
-    }
-    sc_mont_mul(u2, s, w);  // s / r, nonzero: s, w in [1, n)
-    jpt T;
-    mul_window(T, u2, R);
-    mul_fixed<CS_GTAB_BITS>(S, u1, gtab);
-    pt_add_jac(S, T);
-  }
-  const bool found = on_curve && !fe_is_zero(S.Z);
-  fe zi;
-  warp_batch_inv<CS_INV_LANES, CS_MOD_P>(zi, S.Z, found);
-  pt_affine_with(Q, S, zi);
-  return found;
 }

@@ -1,5 +1,6 @@
 // Kernel entry points: one thread per signature (CS_LANES > 1: a pair or quad of threads, see
-// cs_arith.cuh), verdicts gathered per block as bitmap words.
+// lanes.cuh), verdicts gathered per block as bitmap words. The layers below (field.cuh to
+// ecdsa.cuh) come before this file in the assembled source.
 // The host appends one CS_INSTANTIATE line per configuration it needs (see src/kernel.rs).
 #pragma once
 
@@ -95,7 +96,7 @@ __device__ __forceinline__ void cs_verify_entry(const u32* __restrict__ in, u32 
     cs_verify_entry<M, I, C, L>(in, stride, count, gtab, out);                             \
   }
 
-// ECDSA (kernels/cs_ecdsa.cuh) over the column-major rows e, r, s, px, py of full keys, the
+// ECDSA (kernels/ecdsa.cuh) over the column-major rows e, r, s, px, py of full keys, the
 // layout of chainsig_core::Batch; one thread per signature.
 template <int LOW_S>
 __device__ __forceinline__ void cs_verify_ecdsa_entry(const u32* __restrict__ in, u32 stride,
@@ -122,7 +123,7 @@ __device__ __forceinline__ void cs_verify_ecdsa_entry(const u32* __restrict__ in
     cs_verify_ecdsa_entry<LOW_S>(in, stride, count, gtab, out);                            \
   }
 
-// Recovery (kernels/cs_ecdsa.cuh): column-major rows e, r, s (8 words each), then one row of
+// Recovery (kernels/ecdsa.cuh): column-major rows e, r, s (8 words each), then one row of
 // recovery ids; each recovered key goes to `keys` as 16 rows (x, then y) of `stride` words, and
 // whether there is one to the verdict bitmap.
 #define CS_RECOVER_ROWS 25

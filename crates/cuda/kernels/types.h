@@ -22,7 +22,7 @@ typedef long long i64;
 #define CS_DBL_FN CS_FN
 #endif
 
-// The lane helpers of the pair and quad kernels (cs_arith.cuh): device code, or plain functions in
+// The lane helpers of the pair and quad kernels (lanes.cuh): device code, or plain functions in
 // the host's lane emulation (host_lanes.cpp).
 #if defined(CS_HOST_LANES)
 #define CS_LANE_FN static inline

@@ -102,7 +102,7 @@ CENSUS_KERNEL(census_pt_add_coz) {
   CENSUS_STORE(R.X, OUTW(0)) CENSUS_STORE(R.Y, OUTW(1)) CENSUS_STORE(R.Z, OUTW(2))
 }
 
-// ECDSA's product of scalars mod n (two Montgomery products; kernels/cs_ecdsa.cuh), in ECDSA
+// ECDSA's product of scalars mod n (two Montgomery products; kernels/scalar.cuh), in ECDSA
 // modules only.
 #ifdef CS_CENSUS_ECDSA
 CENSUS_FE2(census_sc_mul, sc_mul(r, x, y))
