@@ -158,8 +158,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                     times.push(elapsed);
                 }
             }
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
+            let median = chainsig_bench::median(&mut times);
             let row = Row {
                 alg: alg.to_string(),
                 backend: used,
@@ -212,7 +211,7 @@ fn signed_items(alg: Algorithm, n: usize, signers: u64) -> (Vec<PreparedItem>, V
 
 /// The paper's ablations on the CUDA backend, every run checked against the generator's verdicts.
 fn sweep(args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    use chainsig_cuda::sweep::{run_sweep, standard_plan, to_csv};
+    use chainsig_bench::sweep::{run_sweep, standard_plan, to_csv};
     let largest = args.sizes.iter().copied().max().unwrap_or(1 << 20);
     let (items, expected) = signed_items(Algorithm::Sm2, largest, 0);
     let batch = Batch::from_results(Algorithm::Sm2, false, items.iter().map(|i| Ok(*i)));

@@ -4,8 +4,9 @@
 //! skipped (the device check, examples/device_check.rs, runs these paths at scale on the H200).
 
 use chainsig_core::backend::Backend;
-use chainsig_cuda::backend::{driver_available, CudaBackend, CudaConfig};
 use chainsig_cuda::testdata;
+use chainsig_cuda::{CudaBackend, CudaConfig};
+use chainsig_gpu::driver_available;
 
 fn backend_or_skip() -> Option<CudaBackend> {
     if !driver_available() {
