@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn no_driver_means_a_clear_unavailable_error() {
-        if driver_available() {
+        if chainsig_gpu::driver_available() {
             eprintln!("skipped: a CUDA driver is present here");
             return;
         }

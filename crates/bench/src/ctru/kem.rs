@@ -37,7 +37,7 @@ impl<R: Rng> RandomSource for RngSource<'_, R> {
 }
 
 /// One fixed 32-byte seed: what `chainsig_ctru::encaps` draws, so CPU and GPU encapsulate alike.
-struct FixedSeed([u8; 32]);
+pub(super) struct FixedSeed(pub(super) [u8; 32]);
 impl RandomSource for FixedSeed {
     fn fill(&mut self, out: &mut [u8]) {
         let len = out.len().min(32);

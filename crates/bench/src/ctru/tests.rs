@@ -1,8 +1,12 @@
 //! Unit tests of the CTRU benchmark (no GPU needed; the GPU parts report unavailable).
 
+use super::kem::FixedSeed;
 use super::*;
-use chainsig_ctru::ParamSet;
-use chainsig_ctru_cuda::{Method, Product};
+use chainsig_ctru::ntt::multiplier;
+use chainsig_ctru::{encaps, ParamSet};
+use chainsig_ctru_cuda::{
+    prepare, small_limit, Error, KemTiming, Method, Product, Timing, MAX_BATCH,
+};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -63,7 +67,7 @@ fn row_rates_and_speedups() {
     assert_eq!(v["end_to_end_ms"], 4.0);
     assert_eq!(table(&[r]).lines().count(), 2);
     // The columns ci/plot_kem.py reads.
-    let plot = include_str!("../ci/plot_kem.py");
+    let plot = include_str!("../../../ctru-cuda/ci/plot_kem.py");
     for c in [
         "n",
         "product",
@@ -142,7 +146,7 @@ fn operands_lie_in_range_and_cpu_figures_are_positive() {
             assert!(small.iter().all(|v| v.iter().all(|c| c.abs() <= limit)));
             for (s, b) in extremes(set, product) {
                 assert_eq!(s.len(), p.n);
-                assert!(crate::prepare(set, product, &s, &b).is_ok());
+                assert!(prepare(set, product, &s, &b).is_ok());
             }
             // The CPU NTT agrees with the schoolbook on these operands, and is timed.
             let m = multiplier(set);

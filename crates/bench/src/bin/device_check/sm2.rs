@@ -153,7 +153,7 @@ fn compile_all(plan: &[SweepPoint]) {
     );
 }
 
-/// 1. Every configuration, whole set, against the reference; true when all agree.
+/// Step 1: every configuration, whole set, against the reference; true when all agree.
 fn check_every_kernel(
     count: usize,
     valid: usize,
@@ -213,8 +213,8 @@ fn check_every_kernel(
     all_ok
 }
 
-/// 2. Async submit/confirm, several batches in flight, first come first served; true when all
-/// agree.
+/// Step 2: async submit/confirm, several batches in flight, first come first served; true
+/// when all agree.
 fn check_submit_confirm(
     count: usize,
     batch: &Batch,
@@ -246,8 +246,8 @@ fn check_submit_confirm(
     all_ok
 }
 
-/// 3. Multiplications per verification of each column-major configuration (counted by the host
-/// build of the same kernels, over 64 valid records).
+/// Step 3: multiplications per verification of each column-major configuration (counted by the
+/// host build of the same kernels, over 64 valid records).
 fn mults_per_verification(records: &[Record], verdicts: &[bool]) -> Vec<(KernelConfig, f64)> {
     let table = host::build_gtable().expect("table");
     let mut mults = Vec::new();
@@ -264,8 +264,8 @@ fn mults_per_verification(records: &[Record], verdicts: &[bool]) -> Vec<(KernelC
     mults
 }
 
-/// 5. The summary: multiplications per verification, and per mode the best end-to-end rate,
-/// the best kernel-only rate and the lowest latencies.
+/// Step 5, the summary: multiplications per verification, and per mode the best end-to-end
+/// rate, the best kernel-only rate and the lowest latencies.
 fn summary(mults: &[(KernelConfig, f64)], rows: &[SweepRow]) {
     println!("\n== summary ==");
     for (k, m) in mults {
