@@ -3,8 +3,8 @@
 //! chainsig-ctru-cuda, whose timing and test hooks it calls.
 //!
 //! Modules:
-//! - [`sweep`]: the SM2 / ECDSA benchmark sweep (the seed paper's Fig. 3 and Table 1
-//!   experiments, and the ablations), each point's verdicts checked.
+//! - [`sweep`]: the SM2 / ECDSA benchmark sweep (the Fig. 3 and Table 1 experiments of the seed
+//!   paper, 基于GPU的区块链交易验签加速技术, and the ablations), each point's verdicts checked.
 //! - [`ctru`]: the CTRU-Prime product and KEM timing on the GPU, their checks, and the CPU
 //!   baselines, one file per job.
 //!

@@ -6,7 +6,8 @@ use chainsig_ctru_cuda::{Error, Method, Product, Timing, MAX_BATCH};
 use chainsig_gpu::Resources;
 use serde::Serialize;
 
-/// The default batch sizes of the sweep (the range of the seed paper's Fig. 6, continued to 65536).
+/// The default batch sizes of the sweep (the range of Fig. 6 of
+/// 基于GPU的区块链交易验签加速技术, continued to 65536).
 pub const SIZES: [usize; 8] = [1, 16, 64, 256, 1024, 4096, 16384, 65536];
 
 /// The batch at which the three GPU methods are compared with each other.
