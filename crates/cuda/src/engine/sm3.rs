@@ -82,7 +82,8 @@ pub(super) fn hash_chunk(
     slot.reserve_messages(msg_words)?;
     crate::messages::stage(mb, i0, m, mp, slot.pin_msg.as_mut_slice())
         .map_err(|e| device_err("stage messages", e))?;
-    // SAFETY: as for the copy in above (pin_msg and dev_msg hold msg_words words).
+    // SAFETY: pin_msg and dev_msg hold msg_words words; the pinned buffer is not touched again
+    // until the slot's event has completed (harvest syncs on it first).
     unsafe {
         result::memcpy_htod_async(slot.dev_msg.ptr(), &slot.pin_msg.as_slice()[..msg_words], s)
             .map_err(|e| device_err("copy messages in", e))?;
