@@ -1,6 +1,6 @@
 //! The public face of the CUDA backend: [`CudaBackend`], the `chainsig_core::Backend` it
 //! implements, and [`Ticket`]s for batches queued to its worker thread. The work itself is the
-//! engine's ([`crate::engine`]); with the `bench` feature, the timing and test hooks the
+//! engine's (`engine`); with the `bench` feature, the timing and test hooks the
 //! benchmarks and device checks use (chainsig-bench) are public here too.
 
 use crate::engine::Engine;
@@ -117,7 +117,7 @@ impl CudaBackend {
     }
 
     /// Loads the known signers' fixed-base tables (464 KB of GPU memory each), replacing any loaded
-    /// before; a [`SignerBatch`] names its signers by their index in `tables`. Fast mode only.
+    /// before; a [`crate::signers::SignerBatch`] names its signers by their index in `tables`. Fast mode only.
     pub fn load_signers(&self, tables: &SignerTables) -> Result<(), BackendError> {
         self.engine
             .lock()

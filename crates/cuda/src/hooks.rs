@@ -16,7 +16,7 @@ use std::time::Instant;
 
 impl CudaBackend {
     /// The loaded module's field products on the GPU for operand pairs: for each pair the wide
-    /// a·b and a², then a·b and a² mod p (compare with [`host::field_check_compare`]).
+    /// a·b and a², then a·b and a² mod p (compare with [`crate::host::field_check_compare`]).
     pub fn field_check(&self, a: &[Words], b: &[Words]) -> Result<Vec<[u32; 48]>, BackendError> {
         let engine = self
             .engine
@@ -35,7 +35,7 @@ impl CudaBackend {
             .kernel_only(batch, reps)
     }
 
-    /// [`Backend::verify_messages`] (SM3 on the GPU) with wall-clock time in milliseconds.
+    /// [`chainsig_core::Backend::verify_messages`] (SM3 on the GPU) with wall-clock time in milliseconds.
     pub fn verify_messages_timed(
         &self,
         batch: &MessageBatch,
@@ -75,7 +75,7 @@ impl CudaBackend {
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
 
-    /// [`Backend::recover_batch`] with wall-clock time in milliseconds (the kernels loaded and
+    /// [`chainsig_core::Backend::recover_batch`] with wall-clock time in milliseconds (the kernels loaded and
     /// checked first, outside the clock).
     pub fn recover_timed(
         &self,
