@@ -9,11 +9,12 @@ use crate::rows::ParsedRow;
 use crate::status::*;
 use chainsig_core::backend::CPU;
 use chainsig_core::record::VerifyRecord;
-use chainsig_core::{Algorithm, BackendError, RecordError, RecoverItem, Recovered, Registry};
+use chainsig_core::{Algorithm, RecordError, RecoverItem, Recovered, Registry};
 use chainsig_cpu::pipeline::{verify_records, Verdict};
 use chainsig_cpu::prepare::{decode_pubkey, Preparer};
-use chainsig_cuda::backend::{CudaBackend, CudaConfig, NAME as CUDA};
-use chainsig_cuda::signers::{SignerKey, SignerTables};
+use chainsig_cuda::signers::SignerKey;
+use chainsig_cuda::startup::{self, KnownSignersError};
+use chainsig_cuda::{CudaBackend, CudaConfig, NAME as CUDA};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock, RwLock};
@@ -138,17 +139,7 @@ impl Context {
                 },
             };
             if registry.get(CUDA).is_err() {
-                match CudaBackend::new(config) {
-                    Ok(started) => {
-                        let started = Arc::new(started);
-                        registry.register(started.clone());
-                        cuda = Some(started);
-                    }
-                    Err(BackendError::Unavailable { reason, .. }) => {
-                        registry.register_unavailable(CUDA, reason)
-                    }
-                    Err(other) => registry.register_unavailable(CUDA, other.to_string()),
-                }
+                cuda = startup::start(&mut registry, config);
             }
             if backend == CUDA {
                 if let Err(e) = registry.get(CUDA) {
@@ -273,15 +264,17 @@ impl Context {
         let Some(cuda) = &self.cuda else {
             return Ok(());
         };
-        let backend = |e: String| Failure::new(CS_ERR_BACKEND, e);
-        let tables = SignerTables::build(&keys).map_err(backend)?;
-        cuda.load_signers(&tables)
-            .map_err(|e| backend(e.to_string()))?;
         // As `chainsig verify --signers`: a few records per core outside the set run on the CPU
         // beside the GPU's known part.
-        let cpu = self.registry.get(CPU).map_err(|e| backend(e.to_string()))?;
-        cuda.set_host_helper(cpu, 8 * rayon::current_num_threads())
-            .map_err(|e| backend(e.to_string()))
+        startup::load_known_signers(cuda, &self.registry, &keys)
+            .map(drop)
+            .map_err(|e| {
+                let why = match e {
+                    KnownSignersError::Tables(why) => why,
+                    KnownSignersError::Load(e) => e.to_string(),
+                };
+                Failure::new(CS_ERR_BACKEND, why)
+            })
     }
 
     /// Runs `job` on this context's workers, starting them on first use.

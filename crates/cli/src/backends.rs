@@ -2,10 +2,10 @@
 
 use anyhow::Context;
 use chainsig_core::{Algorithm, Registry};
-use chainsig_cuda::backend::{CudaBackend, CudaConfig};
-use chainsig_cuda::signers::{SignerKey, SignerTables};
+use chainsig_cuda::signers::SignerKey;
+use chainsig_cuda::startup::{self, KnownSignersError};
+use chainsig_cuda::CudaConfig;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// Backends for a run that asked for `requested` (`auto`, `cpu`, `cuda`). Accelerators are only
@@ -38,37 +38,24 @@ pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Re
     let config = match CudaConfig::from_env() {
         Ok(c) => c,
         Err(e) => {
-            registry.register_unavailable(chainsig_cuda::backend::NAME, e);
+            registry.register_unavailable(chainsig_cuda::NAME, e);
             return Ok(registry);
         }
     };
-    match CudaBackend::new(config) {
-        Ok(cuda) => {
-            if !signers.is_empty() {
-                let started = Instant::now();
-                let tables =
-                    SignerTables::build(signers).map_err(|e| anyhow::anyhow!("--signers: {e}"))?;
-                cuda.load_signers(&tables)
-                    .context("loading the known signers' tables")?;
-                // A few records per core outside the set (40-100 µs each on the CPU) run on the
-                // host beside the GPU's known part; on the GPU they would take a kernel's whole
-                // latency (1.3 ms when this was measured, about 1 ms with the small-batch kernels).
-                let cpu = registry.get(chainsig_core::backend::CPU)?;
-                cuda.set_host_helper(cpu, 8 * rayon::current_num_threads())?;
-                eprintln!(
-                    "known signers: {} tables ({} MB) built and loaded in {:.2} s",
-                    tables.len(),
-                    (tables.words().len() * 4) >> 20,
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            registry.register(Arc::new(cuda));
-        }
-        Err(chainsig_core::BackendError::Unavailable { reason, .. }) => {
-            registry.register_unavailable(chainsig_cuda::backend::NAME, reason)
-        }
-        Err(other) => {
-            registry.register_unavailable(chainsig_cuda::backend::NAME, other.to_string())
+    if let Some(cuda) = startup::start(&mut registry, config) {
+        if !signers.is_empty() {
+            let started = Instant::now();
+            let tables =
+                startup::load_known_signers(&cuda, &registry, signers).map_err(|e| match e {
+                    KnownSignersError::Tables(e) => anyhow::anyhow!("--signers: {e}"),
+                    load => anyhow::Error::new(load),
+                })?;
+            eprintln!(
+                "known signers: {} tables ({} MB) built and loaded in {:.2} s",
+                tables.len(),
+                (tables.words().len() * 4) >> 20,
+                started.elapsed().as_secs_f64()
+            );
         }
     }
     Ok(registry)

@@ -50,7 +50,8 @@ pub struct BenchArgs {
     /// at most 1048576.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_SIGNERS))]
     signers: u64,
-    /// SM2 on the GPU: run the seed paper's experiments (Fig. 3 streams × batch sizes, Table 1
+    /// SM2 on the GPU: run the experiments of 基于GPU的区块链交易验签加速技术 (GPU-based
+    /// acceleration of blockchain transaction signature verification: Fig. 3 streams × batch sizes, Table 1
     /// stage switches, Fig. 4 Euclid/Fermat, Fig. 7 simultaneous/separate, block sizes, fast
     /// mode) up to the largest `--sizes` value, writing CSV to `--csv`.
     #[arg(long)]
@@ -158,8 +159,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                     times.push(elapsed);
                 }
             }
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
+            let median = chainsig_bench::median(&mut times);
             let row = Row {
                 alg: alg.to_string(),
                 backend: used,
@@ -212,7 +212,7 @@ fn signed_items(alg: Algorithm, n: usize, signers: u64) -> (Vec<PreparedItem>, V
 
 /// The paper's ablations on the CUDA backend, every run checked against the generator's verdicts.
 fn sweep(args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    use chainsig_cuda::sweep::{run_sweep, standard_plan, to_csv};
+    use chainsig_bench::sweep::{run_sweep, standard_plan, to_csv};
     let largest = args.sizes.iter().copied().max().unwrap_or(1 << 20);
     let (items, expected) = signed_items(Algorithm::Sm2, largest, 0);
     let batch = Batch::from_results(Algorithm::Sm2, false, items.iter().map(|i| Ok(*i)));

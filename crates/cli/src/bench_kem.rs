@@ -1,5 +1,5 @@
 //! `chainsig bench --kem ctru`: the CTRU-Prime benchmark. The measuring is
-//! `chainsig_ctru_cuda::bench` (also behind the device check example); this module picks the sizes,
+//! `chainsig_bench::ctru` (also behind the `ctru_device_check` program); this module picks the sizes,
 //! prints the tables and writes the files.
 //!
 //! On a GPU: the correctness checks, then the product sweep over `--sizes` (default 1 … 65536) for
@@ -10,11 +10,11 @@
 //! product per n, and keygen/encaps/decaps per second over a batch on all cores and on one core.
 
 use anyhow::Context;
-use chainsig_ctru::ParamSet;
-use chainsig_ctru_cuda::bench::{
+use chainsig_bench::ctru::{
     cpu_kem, cpu_ntt_rows, cpu_ntt_table, kem_gpu_table, kem_sizes, kem_table, run_gpu,
     run_gpu_kem, table, to_csv, CpuNttRow, GpuKemReport, GpuReport, KemRow, Plan, SIZES,
 };
+use chainsig_ctru::ParamSet;
 use chainsig_ctru_cuda::Error;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;

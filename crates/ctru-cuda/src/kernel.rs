@@ -1,7 +1,7 @@
 //! The kernel source and its compilation: NVRTC to CUBIN for the device's architecture through
-//! `chainsig_cuda::kernel::compile_cached_with` (same options, same on-disk cache).
+//! `chainsig_gpu::compile_cached_with` (the options and on-disk cache of every chainsig module).
 
-use chainsig_cuda::kernel::{self as cs, Compiled};
+use chainsig_gpu::Compiled;
 
 const TYPES: &str = include_str!("../kernels/ctru_types.h");
 const MUL: &str = include_str!("../kernels/ctru_mul.cuh");
@@ -49,14 +49,7 @@ pub fn source() -> String {
     s
 }
 
-/// NVRTC options for an architecture such as "sm_90" (those of chainsig-cuda).
-pub fn options(arch: &str) -> Vec<String> {
-    cs::options(arch)
-}
-
-/// Compiles (or loads from the cache) the module for `arch`.
+/// Compiles (or loads from the cache) the module for `arch`, with chainsig-gpu's options.
 pub fn compile(arch: &str) -> Result<Compiled, String> {
-    cs::compile_cached_with(&source(), arch, options(arch))
+    chainsig_gpu::compile_cached(&source(), arch)
 }
-
-pub use chainsig_cuda::kernel::{nvrtc_available, nvrtc_or_skip, parse_resources, Resources};

@@ -1,4 +1,4 @@
-//! chainsig-ctru-cuda: CTRU-Prime polynomial products in batch on an NVIDIA GPU (issue 6, item 3).
+//! chainsig-ctru-cuda: CTRU-Prime polynomial products, and the whole KEM, in batch on an NVIDIA GPU.
 //!
 //! A batch of products `shared · batch[i]` in Z[x]/(x^n − x − 1) with one operand shared by the whole
 //! batch, in the two forms the KEM takes:
@@ -14,7 +14,7 @@
 //!
 //! **Why hand-written.** No Rust or CUDA library multiplies in this ring: cuFFT/cuBLAS work in floating
 //! point or plain GEMM, and the product must be exact modulo q (prime) and q2 with the x^n = x + 1 fold.
-//! The kernels are CUDA C strings compiled at run time by NVRTC through `chainsig-cuda`'s compiler and
+//! The kernels are CUDA C strings compiled at run time by NVRTC through chainsig-gpu's compiler and
 //! CUBIN cache ([`kernel`]); their arithmetic (kernels/ctru_mul.cuh) also compiles as host C++
 //! (build.rs, kernels/host_shim.cpp) so CI checks it against `chainsig_ctru`'s schoolbook product
 //! without a GPU ([`host`]).
@@ -28,22 +28,38 @@
 //!   fold), the batch as the other dimension, int8 WMMA 16 × 16 × 16 with int32 accumulation and
 //!   coefficients split into 8-bit digits as the README works out.
 //!
-//! [`gpu::GpuPolyMul`] runs them on a device; without a driver or GPU it returns
+//! [`GpuPolyMul`] runs them on a device; without a driver or GPU it returns
 //! [`Error::Unavailable`].
+//!
+//! Modules:
+//! - [`products`]: the product API, [`GpuPolyMul`] (one context, stream and module; the three
+//!   methods' kernels launched in stream order).
+//! - [`kem_host`]: the KEM API: [`HostKem`] (the kernels' KEM steps compiled for the host, for
+//!   CI), the key material and parameters both paths share, and [`GpuKem`]'s re-export.
+//! - `kem_pipeline` (private): [`GpuKem`], the KEM pipeline on the device (one stream, pinned
+//!   inputs and outputs).
+//! - `device_common` (private): what both device pipelines share: opening the device and the
+//!   module, the Tensor Core product, launch shapes.
+//! - [`kernel`]: the CUDA source of the module and its compilation (chainsig-gpu).
+//! - [`host`]: the product arithmetic compiled for the host (CI checks without a GPU).
+//! - this file: [`Method`], [`Product`], the input limits and their checks ([`prepare`]), the
+//!   NTT tables for the device, and [`Error`].
+//!
+//! The timing hooks (`GpuPolyMul::time_batch`, `GpuKem::time_encaps` / `time_decaps`) are behind
+//! the `bench` feature, which chainsig-bench enables.
 
-pub mod bench;
-mod device;
-pub mod gpu;
+mod device_common;
 pub mod host;
-pub mod kem;
-mod kem_gpu;
+pub mod kem_host;
+mod kem_pipeline;
 pub mod kernel;
+pub mod products;
 
 use chainsig_ctru::ntt::multiplier;
 use chainsig_ctru::ParamSet;
 
-pub use gpu::{GpuPolyMul, Timing};
-pub use kem::{GpuKem, HostKem, KemTiming};
+pub use kem_host::{GpuKem, HostKem, KemTiming};
+pub use products::{GpuPolyMul, Timing};
 
 /// How the products are computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -184,6 +200,17 @@ pub enum Error {
     },
 }
 
+/// The shared runtime's failures keep their meaning here: unavailable, or a driver call that
+/// failed.
+impl From<chainsig_gpu::Error> for Error {
+    fn from(e: chainsig_gpu::Error) -> Error {
+        match e {
+            chainsig_gpu::Error::Unavailable(reason) => Error::Unavailable(reason),
+            chainsig_gpu::Error::Device { what, detail } => Error::Device { what, detail },
+        }
+    }
+}
+
 /// Most instances one call takes (every index in the kernels then fits in 32 bits).
 pub const MAX_BATCH: usize = 1 << 20;
 
@@ -318,7 +345,7 @@ pub struct NttParamsC {
 pub const MAX_LAYERS: usize = 12;
 
 // SAFETY: a plain #[repr(C)] struct of 4-byte integers, laid out as the kernel's ctru_ntt_params.
-unsafe impl cudarc::driver::DeviceRepr for NttParamsC {}
+unsafe impl chainsig_gpu::cudarc::driver::DeviceRepr for NttParamsC {}
 
 /// The NTT constants of `chainsig_ctru::ntt` in the kernels' format: the parameter struct and one word
 /// table (forward pairs of every layer, inverse pairs of every layer, then the leaf ζ values).

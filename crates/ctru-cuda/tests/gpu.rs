@@ -82,7 +82,7 @@ fn gpu_products_equal_schoolbook() {
 /// tampered ciphertexts (which must take the whole-key rejection path), every n.
 #[test]
 fn gpu_kem_equals_cpu_kem() {
-    use chainsig_ctru_cuda::bench::{check_gpu_kem, random_keys};
+    use chainsig_bench::ctru::{check_gpu_kem, random_keys};
     use chainsig_ctru_cuda::GpuKem;
     let mut rng = ChaCha20Rng::seed_from_u64(0x0067_7075_5f6b_656d);
     for set in ParamSet::ALL {

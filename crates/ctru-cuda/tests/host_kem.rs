@@ -5,7 +5,9 @@
 
 use chainsig_ctru::encode;
 use chainsig_ctru::{decaps_with_verdict, encaps, keygen, ParamSet, RandomSource};
-use chainsig_ctru_cuda::kem::{host_decode_message, host_pack_ct, host_sha3_512, host_shake256};
+use chainsig_ctru_cuda::kem_host::{
+    host_decode_message, host_pack_ct, host_sha3_512, host_shake256,
+};
 use chainsig_ctru_cuda::{Error, HostKem};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -94,7 +96,7 @@ fn host_batch_kem_equals_cpu_kem_for_every_n() {
         // Tampered ciphertexts, interleaved with the honest ones.
         let honest = cts.len();
         for i in 0..honest {
-            let t = chainsig_ctru_cuda::bench::tamper(&cts[i], &mut rng, i % 3);
+            let t = chainsig_bench::ctru::tamper(&cts[i], &mut rng, i % 3);
             cts.push(t);
         }
         let got = kem.decaps_batch(&cts).expect("host decaps");

@@ -2,8 +2,8 @@
 //! product: random inputs in the KEM's ranges and extreme inputs, for n = 653, 761, 1277, mod q and
 //! mod q2, for every method. Runs in CI without a GPU.
 
+use chainsig_bench::ctru::{random_operands, reference};
 use chainsig_ctru::ParamSet;
-use chainsig_ctru_cuda::bench::{random_operands, reference};
 use chainsig_ctru_cuda::{host, small_limit, Method, Product};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;

@@ -6,12 +6,12 @@ use chainsig_ctru_cuda::kernel::{self, KERNEL_NAMES};
 
 #[test]
 fn every_ctru_kernel_compiles_for_sm90_without_spills() {
-    if !kernel::nvrtc_or_skip() {
+    if !chainsig_gpu::nvrtc_or_skip() {
         return;
     }
     let compiled = kernel::compile("sm_90").expect("NVRTC compile");
     assert!(!compiled.cubin.is_empty());
-    let res = kernel::parse_resources(&compiled.log);
+    let res = chainsig_gpu::parse_resources(&compiled.log);
     for r in &res {
         println!(
             "{:20} {:3} registers, {:5} B stack, spills {} B stored / {} B loaded",

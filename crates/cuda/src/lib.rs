@@ -1,24 +1,53 @@
-//! chainsig-cuda: batch verification of SM2 signatures, and of ECDSA over P-256 and secp256k1, on
-//! an NVIDIA GPU.
+//! chainsig-cuda: batch verification of SM2 signatures (GB/T 32918.2), and of ECDSA over P-256 and
+//! secp256k1 (FIPS 186-5, SEC 1), on an NVIDIA GPU; Ethereum sender recovery on secp256k1.
 //!
 //! The kernels (kernels/*.cuh, CUDA C++) are compiled at first use by NVRTC for the device's own
-//! architecture and cached on disk; the curve constants are generated from `chainsig_core::curve`.
-//! The same arithmetic is compiled for the host by build.rs so CI checks it without a GPU.
+//! architecture and cached on disk (chainsig-gpu); the curve constants are generated from
+//! `chainsig_core::curve`. The same arithmetic is compiled for the host by build.rs so CI checks
+//! it without a GPU.
+//!
+//! Modules, from the public face down:
+//! - [`backend`]: [`CudaBackend`], the `chainsig_core::Backend` it implements, and tickets.
+//! - [`startup`]: opening the backend as the CLI and the C API do, known signers loaded.
+//! - [`config`]: [`CudaConfig`], its defaults and its JSON / environment overrides.
+//! - `engine` (private): the opened device, its modules and the chunk pipeline; ECDSA, known
+//!   signers, SM3 on the GPU and the self-tests.
+//! - `launch` (private): launch geometry (blocks, grids, chunks, which kernel a batch runs).
+//! - [`stage`]: the kernels' input layouts, and keys read back from their words.
+//! - [`kernels`]: source assembly of each module and its NVRTC options; [`KernelConfig`].
+//! - [`codegen`]: the generated curve header and the byte/word conversions.
+//! - [`host`]: the kernels' arithmetic compiled for the host (tests and table building).
+//! - [`signers`]: known signers' tables, their index and batches.
+//! - [`messages`]: staging of messages for the SM3 kernel.
+//! - [`testdata`], [`testdata_ecdsa`]: generated records with reference verdicts.
+//! - `hooks` (the `bench` feature): timing and test hooks for chainsig-bench.
 
 pub mod backend;
 pub mod codegen;
+pub mod config;
+mod engine;
+#[cfg(feature = "bench")]
+mod hooks;
 pub mod host;
-pub mod kernel;
+pub mod kernels;
+mod launch;
 pub mod messages;
 pub mod signers;
-pub mod sweep;
+pub mod stage;
+pub mod startup;
 pub mod testdata;
 pub mod testdata_ecdsa;
+
+pub use backend::{CudaBackend, Ticket, NAME};
+pub use config::CudaConfig;
+pub use engine::precompile;
+pub use kernels::KernelConfig;
 
 /// How s·G + t·P is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Mode {
-    /// The seed paper: window-1 simultaneous multiplication, table {∞, G, P, G+P}, co-Z additions.
+    /// The method of the paper 基于GPU的区块链交易验签加速技术 (GPU-based acceleration of
+    /// blockchain transaction signature verification): window-1 simultaneous multiplication, table {∞, G, P, G+P}, co-Z additions.
     Paper,
     /// s·G from the fixed-base table and t·P by window-1 double-and-add, added at the end.
     Separate,

@@ -1,11 +1,12 @@
 //! On a machine with a CUDA GPU: the backend's verdicts equal the reference's, for prehashed SM2
 //! records, for SM2 records whose messages the GPU hashes, and for P-256 and secp256k1 ECDSA
-//! records. Without a driver or GPU the tests print why they
-//! skipped (the device check, examples/device_check.rs, runs these paths at scale on the H200).
+//! records. Without a driver or GPU the tests print why they skipped (the `device_check` program
+//! of chainsig-bench runs these paths at scale on the H200).
 
 use chainsig_core::backend::Backend;
-use chainsig_cuda::backend::{driver_available, CudaBackend, CudaConfig};
 use chainsig_cuda::testdata;
+use chainsig_cuda::{CudaBackend, CudaConfig};
+use chainsig_gpu::driver_available;
 
 fn backend_or_skip() -> Option<CudaBackend> {
     if !driver_available() {

@@ -372,7 +372,7 @@ fn recovery_finds_the_keys_libsecp256k1_finds() {
                 let mut key = [0u32; 16];
                 key[..8].copy_from_slice(&x);
                 key[8..].copy_from_slice(&y);
-                chainsig_cuda::backend::sec1(&key)
+                chainsig_cuda::stage::sec1(&key)
             });
         assert_eq!(got, want, "item {i}: {item:?}");
         found += usize::from(got.is_some());

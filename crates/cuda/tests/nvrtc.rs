@@ -3,11 +3,11 @@
 //! Needs libnvrtc (the `nvidia-cuda-nvrtc` wheel; see ci/nvrtc-check.sh) but no GPU. Without the
 //! library it prints why it skipped, unless CHAINSIG_REQUIRE_NVRTC=1, when it fails.
 
-use chainsig_cuda::kernel::{self, KernelConfig};
+use chainsig_cuda::kernels::{self, KernelConfig};
 
 #[test]
 fn every_kernel_compiles_for_sm90_without_spills() {
-    if !kernel::nvrtc_or_skip() {
+    if !chainsig_gpu::nvrtc_or_skip() {
         return;
     }
     use rayon::prelude::*;
@@ -17,13 +17,13 @@ fn every_kernel_compiles_for_sm90_without_spills() {
     let compiled: Vec<_> = configs
         .par_iter()
         .map(|c| {
-            kernel::compile_config(&chainsig_core::curve::SM2, c, "sm_90").expect("NVRTC compile")
+            kernels::compile_config(&chainsig_core::curve::SM2, c, "sm_90").expect("NVRTC compile")
         })
         .collect();
     let mut res = Vec::new();
     for c in &compiled {
         assert!(!c.cubin.is_empty());
-        res.extend(kernel::parse_resources(&c.log));
+        res.extend(chainsig_gpu::parse_resources(&c.log));
     }
     for r in &res {
         println!(
@@ -56,25 +56,25 @@ fn every_kernel_compiles_for_sm90_without_spills() {
 
 #[test]
 fn ecdsa_kernels_compile_for_sm90_within_the_default_spill_budget() {
-    if !kernel::nvrtc_or_skip() {
+    if !chainsig_gpu::nvrtc_or_skip() {
         return;
     }
     use chainsig_core::curve::{P256, SECP256K1};
     use rayon::prelude::*;
-    let cfg = kernel::ecdsa_config(KernelConfig::default_fast().max_registers);
-    let reports: Vec<Vec<kernel::Resources>> = [P256, SECP256K1]
+    let cfg = kernels::ecdsa_config(KernelConfig::default_fast().max_registers);
+    let reports: Vec<Vec<chainsig_gpu::Resources>> = [P256, SECP256K1]
         .par_iter()
         .map(|curve| {
-            let c = kernel::compile_ecdsa(curve, &cfg, "sm_90").expect("NVRTC compile");
-            kernel::parse_resources(&c.log)
+            let c = kernels::compile_ecdsa(curve, &cfg, "sm_90").expect("NVRTC compile");
+            chainsig_gpu::parse_resources(&c.log)
         })
         .collect();
     let budget = cfg.spill_budget();
     for (curve, res) in ["P-256", "secp256k1"].iter().zip(&reports) {
         for name in [
-            kernel::ECDSA_KERNEL,
-            kernel::ECDSA_LOW_S_KERNEL,
-            kernel::RECOVER_KERNEL,
+            kernels::ECDSA_KERNEL,
+            kernels::ECDSA_LOW_S_KERNEL,
+            kernels::RECOVER_KERNEL,
         ] {
             let r = res
                 .iter()
@@ -97,14 +97,14 @@ fn ecdsa_kernels_compile_for_sm90_within_the_default_spill_budget() {
 
 #[test]
 fn sm3_kernel_compiles_for_sm90_without_spills() {
-    if !kernel::nvrtc_or_skip() {
+    if !chainsig_gpu::nvrtc_or_skip() {
         return;
     }
-    let c = kernel::compile_cached(&kernel::sm3_source(), "sm_90").expect("NVRTC compile");
-    let res = kernel::parse_resources(&c.log);
+    let c = chainsig_gpu::compile_cached(&kernels::sm3_source(), "sm_90").expect("NVRTC compile");
+    let res = chainsig_gpu::parse_resources(&c.log);
     let r = res
         .iter()
-        .find(|r| r.kernel == kernel::SM3_KERNEL)
+        .find(|r| r.kernel == kernels::SM3_KERNEL)
         .expect("a ptxas report for the SM3 kernel");
     println!(
         "{:40} {:3} registers, {:5} B stack",
@@ -124,7 +124,7 @@ fn ptxas_report_parsing() {
                ptxas info    : Function properties for k1\n\
                \x20   768 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads\n\
                ptxas info    : Used 96 registers, used 0 barriers, 768 bytes cumulative stack size\n";
-    let r = kernel::parse_resources(log);
+    let r = chainsig_gpu::parse_resources(log);
     assert_eq!(r.len(), 1);
     assert_eq!(
         (
@@ -142,7 +142,9 @@ fn ptxas_report_parsing() {
 /// whether each spills. Not a gate: the sweep reports the capped variants separately.
 #[test]
 fn register_capped_variants_report() {
-    if !kernel::nvrtc_available() || std::env::var("CHAINSIG_REGCAP_PROBE").as_deref() != Ok("1") {
+    if !chainsig_gpu::nvrtc_available()
+        || std::env::var("CHAINSIG_REGCAP_PROBE").as_deref() != Ok("1")
+    {
         eprintln!("skipped: set CHAINSIG_REGCAP_PROBE=1 with libnvrtc loadable");
         return;
     }
@@ -162,10 +164,10 @@ fn register_capped_variants_report() {
     }
     let out: Vec<_> = configs
         .par_iter()
-        .map(|c| kernel::compile_config(&chainsig_core::curve::SM2, c, "sm_90").expect("compile"))
+        .map(|c| kernels::compile_config(&chainsig_core::curve::SM2, c, "sm_90").expect("compile"))
         .collect();
     for c in &out {
-        for r in kernel::parse_resources(&c.log) {
+        for r in chainsig_gpu::parse_resources(&c.log) {
             println!(
                 "{:40} {:3} registers, {:5} B stack, spills {} / {}",
                 r.kernel, r.registers, r.stack_bytes, r.spill_stores, r.spill_loads
@@ -217,14 +219,14 @@ fn inline_asm_reads_its_inputs_before_writing() {
         !asm_write_before_read("// begin inline asm\nadd.cc.u32 %r1, %r1, %r2;\naddc.u32 %r3, %r1, 0;\n// end inline asm").is_empty(),
         "the scanner must see a hazard"
     );
-    if !kernel::nvrtc_or_skip() {
+    if !chainsig_gpu::nvrtc_or_skip() {
         return;
     }
     // The default kernel (even/odd products) and the row-chain ablation, as PTX.
-    let src = kernel::source(&chainsig_core::curve::SM2, &[KernelConfig::default_fast()])
+    let src = kernels::source(&chainsig_core::curve::SM2, &[KernelConfig::default_fast()])
         .expect("kernel source");
     for extra in [None, Some("-DCS_ROW_CHAINS=1")] {
-        let opts = cudarc::nvrtc::CompileOptions {
+        let opts = chainsig_gpu::cudarc::nvrtc::CompileOptions {
             arch: Some("compute_90"),
             options: ["--std=c++17"]
                 .into_iter()
@@ -233,7 +235,7 @@ fn inline_asm_reads_its_inputs_before_writing() {
                 .collect(),
             ..Default::default()
         };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&src, opts)
+        let ptx = chainsig_gpu::cudarc::nvrtc::compile_ptx_with_opts(&src, opts)
             .expect("NVRTC PTX compile")
             .to_src();
         assert!(ptx.contains("begin inline asm"), "no inline asm in the PTX");

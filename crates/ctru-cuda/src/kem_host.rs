@@ -1,8 +1,8 @@
 //! The whole CTRU-Prime KEM in batch: many encapsulations under one public key, or many
-//! decapsulations under one secret key, as one pipeline of kernels on one stream (issue 6, item 3).
+//! decapsulations under one secret key, as one pipeline of kernels on one stream.
 //!
 //! Every step of `chainsig_ctru::kem` has a kernel: SHAKE256 of the seeds to messages, SHA3-512 to K
-//! and the coins, SHAKE256 to ρ, the sampler, h·r mod q (the Tensor Core product of [`crate::gpu`],
+//! and the coins, SHAKE256 to ρ, the sampler, h·r mod q (the Tensor Core product of [`crate::products`],
 //! the shared matrix built once per key), compression with the E8 codewords and PackCT; for
 //! decapsulation before that UnpackCT, c·f mod q2 and the E8 decoder, and after it the constant-time
 //! comparison, the rejection hash and the whole-key select. The kernel source is
@@ -44,7 +44,7 @@ pub struct KemParamsC {
 }
 
 // SAFETY: a plain #[repr(C)] struct of 4-byte integers, laid out as the kernel's ctru_kem_params.
-unsafe impl cudarc::driver::DeviceRepr for KemParamsC {}
+unsafe impl chainsig_gpu::cudarc::driver::DeviceRepr for KemParamsC {}
 
 impl KemParamsC {
     /// The sizes of a parameter set.
@@ -439,4 +439,4 @@ impl HostKem {
     }
 }
 
-pub use crate::kem_gpu::GpuKem;
+pub use crate::kem_pipeline::GpuKem;

@@ -15,11 +15,13 @@
 //! Needs libnvrtc; cuobjdump from $CUOBJDUMP or PATH (the CUDA toolkit, or the
 //! `nvidia-cuda-cuobjdump` wheel).
 
-use chainsig_cuda::kernel::{self, KernelConfig};
+use chainsig_cuda::kernels::{self, KernelConfig};
+use clap::Parser;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-const CENSUS: &str = include_str!("../kernels/census.cuh");
+// The micro kernels live beside the kernels they measure, in chainsig-cuda.
+const CENSUS: &str = include_str!("../../../cuda/kernels/census.cuh");
 
 /// Instruction classes, by opcode prefix; the first match wins.
 const CLASSES: &[(&str, &[&str])] = &[
@@ -88,13 +90,22 @@ fn disassemble(tool: &str, cubin: &str) -> String {
     }
 }
 
+/// Static instruction counts of the kernels (needs NVRTC and cuobjdump, not a GPU).
+#[derive(Parser)]
+struct Args {
+    /// Only the micro kernels' common path, without the verification kernels (seconds, not
+    /// minutes).
+    #[arg(long)]
+    micro: bool,
+    /// The output folder (default: $OUT, else ./out).
+    dir: Option<String>,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let micro = args.iter().any(|a| a == "--micro");
+    let args = Args::parse();
+    let micro = args.micro;
     let dir = args
-        .iter()
-        .find(|a| !a.starts_with("--"))
-        .cloned()
+        .dir
         .or_else(|| std::env::var("OUT").ok())
         .unwrap_or_else(|| "out".into());
     std::fs::create_dir_all(&dir).expect("create the output folder");
@@ -114,7 +125,7 @@ fn main() {
         } else {
             std::slice::from_ref(cfg)
         };
-        let mut src = kernel::source(&chainsig_core::curve::SM2, kernels).expect("kernel source");
+        let mut src = kernels::source(&chainsig_core::curve::SM2, kernels).expect("kernel source");
         if i != 1 {
             src.push('\n');
             src.push_str(CENSUS);
@@ -122,9 +133,9 @@ fn main() {
         if i == 2 {
             src = format!("#define CS_CENSUS_COMMON_PATH 1\n{src}");
         }
-        let compiled =
-            kernel::compile_uncached(&src, &kernel::config_options(cfg, "sm_90")).expect("NVRTC");
-        for r in kernel::parse_resources(&compiled.log) {
+        let compiled = chainsig_gpu::compile_uncached(&src, &kernels::config_options(cfg, "sm_90"))
+            .expect("NVRTC");
+        for r in chainsig_gpu::parse_resources(&compiled.log) {
             if r.kernel == cfg.name() && i < 2 {
                 println!(
                     "{}: {} registers, {} B stack, spills {} B / {} B",
@@ -155,23 +166,24 @@ fn main() {
         ("p256", chainsig_core::curve::P256),
         ("secp256k1", chainsig_core::curve::SECP256K1),
     ] {
-        let cfg = kernel::ecdsa_config(KernelConfig::default_fast().max_registers);
+        let cfg = kernels::ecdsa_config(KernelConfig::default_fast().max_registers);
         for common in [false, true] {
             if micro && !common {
                 continue;
             }
             let mut src = if micro {
-                kernel::source(&curve, &[]).expect("kernel source")
+                kernels::source(&curve, &[]).expect("kernel source")
             } else {
-                kernel::ecdsa_source(&curve).expect("ECDSA kernel source")
+                kernels::ecdsa_source(&curve).expect("ECDSA kernel source")
             };
             if common {
                 src = format!(
                     "#define CS_CENSUS_COMMON_PATH 1\n#define CS_CENSUS_ECDSA 1\n{src}\n{CENSUS}"
                 );
             }
-            let compiled = kernel::compile_uncached(&src, &kernel::config_options(&cfg, "sm_90"))
-                .expect("NVRTC");
+            let compiled =
+                chainsig_gpu::compile_uncached(&src, &kernels::config_options(&cfg, "sm_90"))
+                    .expect("NVRTC");
             let cubin = format!("{dir}/census_{tag}{}.cubin", u8::from(common));
             std::fs::write(&cubin, &compiled.cubin).expect("write the cubin");
             counts.extend(

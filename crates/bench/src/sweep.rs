@@ -1,13 +1,13 @@
-//! The benchmark sweep (the seed paper's figures and ablations, re-run on our GPU), callable from
-//! the CLI: end-to-end time (prepared batch in host memory → verdict bitmap in host memory) and
+//! The benchmark sweep (the experiments of the seed paper 基于GPU的区块链交易验签加速技术, its
+//! Fig. 3 and Table 1, and the ablations, re-run on our GPU), callable from the CLI: end-to-end time (prepared batch in host memory → verdict bitmap in host memory) and
 //! kernel-only time, medians of repeated runs after warm-up, every verdict checked.
 
-use crate::backend::{CudaBackend, CudaConfig};
-use crate::kernel::{KernelConfig, Product};
-use crate::{Inversion, Mode};
 use chainsig_core::backend::BackendError;
 use chainsig_core::batch::Batch;
 use chainsig_core::bitmap::Bitmap;
+use chainsig_cuda::kernels::{KernelConfig, Product};
+use chainsig_cuda::{CudaBackend, CudaConfig, Inversion, Mode};
+use chainsig_gpu::median;
 use std::collections::HashMap;
 
 /// One measured point.
@@ -68,12 +68,7 @@ fn cfg(
             compress,
             row_major,
             max_registers: None,
-            product: Default::default(),
-            compact: false,
-            pair: false,
-            split: false,
-            quad: false,
-            rolled: false,
+            ..KernelConfig::default()
         },
         streams,
         block_size: block,
@@ -324,11 +319,6 @@ pub fn prefix(batch: &Batch, n: usize) -> Batch {
     b
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 fn reps_for(batch: usize) -> usize {
     if batch <= 1 << 16 {
         15
@@ -393,7 +383,7 @@ pub fn run_sweep(
                 times.push(ms); // the first two runs warm up buffers and caches
             }
         }
-        let e2e_ms = median(times);
+        let e2e_ms = median(&mut times);
         let (kernel_ms, kernel_per_s) = if point.kernel_only {
             let (ms, map) = backend.time_kernel(batch, reps)?;
             check(&map, "kernel only")?;

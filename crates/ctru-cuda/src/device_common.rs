@@ -1,26 +1,23 @@
-//! What the product pipeline ([`crate::gpu::GpuPolyMul`]) and the KEM pipeline
-//! ([`crate::kem::GpuKem`]) share on a CUDA device, written once so the two cannot drift apart:
+//! What the product pipeline ([`crate::products::GpuPolyMul`]) and the KEM pipeline
+//! ([`crate::kem_pipeline::GpuKem`]) share on a CUDA device, written once so the two cannot drift apart:
 //! opening the device and loading the one NVRTC module, the Tensor Core product (digit matrix of
-//! the shared operand, digits of the batch, the int8 GEMM), and timing with CUDA events.
+//! the shared operand, digits of the batch, the int8 GEMM), and the Tensor Core product; CUDA events and driver errors come from chainsig-gpu.
 //!
 //! Hand-written over cudarc because both pipelines launch this crate's own kernels (kernels/*.cuh)
 //! with their exact argument lists; there is no library for this ring's products.
 
-use crate::kernel::{self, Resources};
+use crate::kernel;
 use crate::Error;
 use chainsig_ctru::params::Params;
-use cudarc::driver::{
-    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig,
-    PushKernelArg,
+use chainsig_gpu::cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
+use chainsig_gpu::Resources;
 use std::sync::Arc;
 
-/// A failed driver call as an [`Error::Device`] naming the operation.
+/// chainsig-gpu's driver error ([`chainsig_gpu::device_err`]) as this crate's [`Error::Device`].
 pub(crate) fn device_err(what: &'static str, e: impl std::fmt::Debug) -> Error {
-    Error::Device {
-        what,
-        detail: format!("{e:?}"),
-    }
+    chainsig_gpu::device_err(what, e).into()
 }
 
 /// `x` rounded up to a multiple of 32: the Tensor Core matrices' padded dimension.
@@ -57,31 +54,27 @@ impl Device {
     /// from the CUBIN cache). With `need_tensor_cores`, a device below sm_72 (no int8 Tensor Cores)
     /// is [`Error::Unavailable`], as are a missing driver, device or NVRTC.
     pub fn open(ordinal: usize, need_tensor_cores: bool) -> Result<Device, Error> {
-        if !chainsig_cuda::backend::driver_available() {
-            return Err(Error::Unavailable(
-                "no CUDA driver (libcuda.so) found on this machine".into(),
-            ));
-        }
-        let ctx = CudaContext::new(ordinal)
-            .map_err(|e| Error::Unavailable(format!("cannot open CUDA device {ordinal}: {e:?}")))?;
-        let (major, minor) = ctx
-            .compute_capability()
-            .map_err(|e| device_err("compute capability", e))?;
+        let chainsig_gpu::Opened {
+            ctx,
+            capability: (major, minor),
+            arch,
+        } = chainsig_gpu::open(ordinal)?;
         if need_tensor_cores && (major, minor) < (7, 2) {
             return Err(Error::Unavailable(format!(
                 "sm_{major}{minor} has no int8 Tensor Cores (sm_72 or later needed)"
             )));
         }
-        let arch = format!("sm_{major}{minor}");
         let compiled = kernel::compile(&arch).map_err(Error::Unavailable)?;
         let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
+            .load_module(chainsig_gpu::cudarc::nvrtc::Ptx::from_binary(
+                compiled.cubin.clone(),
+            ))
             .map_err(|e| device_err("cuModuleLoadData", e))?;
         Ok(Device {
             ctx,
             module,
             arch,
-            resources: kernel::parse_resources(&compiled.log),
+            resources: chainsig_gpu::parse_resources(&compiled.log),
         })
     }
 
@@ -202,59 +195,5 @@ impl TensorCore {
         // SAFETY: argument types and buffer sizes match ctru_tc_gemm_*.
         unsafe { b.launch(cfg) }.map_err(|e| device_err("launch ctru_tc_gemm", e))?;
         Ok(())
-    }
-}
-
-/// A pair of CUDA events on one stream, for the benchmarks' timings.
-pub(crate) struct Stopwatch<'a> {
-    start: CudaEvent,
-    end: CudaEvent,
-    stream: &'a CudaStream,
-}
-
-impl<'a> Stopwatch<'a> {
-    /// Two fresh events of `ctx`, recorded on `stream`.
-    pub fn new(ctx: &Arc<CudaContext>, stream: &'a CudaStream) -> Result<Stopwatch<'a>, Error> {
-        let event = || {
-            ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| device_err("cuEventCreate", e))
-        };
-        Ok(Stopwatch {
-            start: event()?,
-            end: event()?,
-            stream,
-        })
-    }
-
-    /// Milliseconds the work `step` enqueues takes on the stream.
-    pub fn time(&self, step: impl FnOnce() -> Result<(), Error>) -> Result<f64, Error> {
-        let record = |e: &CudaEvent| {
-            e.record(self.stream)
-                .map_err(|e| device_err("cuEventRecord", e))
-        };
-        record(&self.start)?;
-        step()?;
-        record(&self.end)?;
-        self.start
-            .elapsed_ms(&self.end)
-            .map(f64::from)
-            .map_err(|e| device_err("cuEventElapsedTime", e))
-    }
-
-    /// The median of `reps` timings of `step` after `warm` timed and discarded ones.
-    pub fn median(
-        &self,
-        warm: usize,
-        reps: usize,
-        mut step: impl FnMut() -> Result<(), Error>,
-    ) -> Result<f64, Error> {
-        let mut times = Vec::with_capacity(reps);
-        for i in 0..warm + reps {
-            let t = self.time(&mut step)?;
-            if i >= warm {
-                times.push(t);
-            }
-        }
-        Ok(crate::bench::median(&mut times))
     }
 }

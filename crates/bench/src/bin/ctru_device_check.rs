@@ -18,33 +18,43 @@
 //! CTRU_MAX_BATCH (default 65536) drops the larger sizes for a quick run; `--kem-only` skips the
 //! product part (1, 2).
 //!
-//! The checks and the sweep are `chainsig_ctru_cuda::bench` (shared with `chainsig bench --kem
-//! ctru`); this example only reads its settings from the environment and writes the files.
+//! The checks and the sweep are `chainsig_bench::ctru` (shared with `chainsig bench --kem ctru`);
+//! this program only reads its settings and writes the files.
 //!
 //! Writes ctru_gpu_mul.csv, ctru_gpu_mul.json, ctru_gpu_mul_correctness.json, ctru_gpu_kem.csv and
 //! ctru_gpu_kem.json into the results folder given as the first argument (else $OUT, else
 //! ./ctru-device-check) and prints tables. Exits 1 on any mismatch, 2 when no GPU is usable.
 //!
-//! Run: `cargo build --release -p chainsig-ctru-cuda --example ctru_device_check` then
-//! `target/release/examples/ctru_device_check RESULTS_DIR [--kem-only]`.
+//! Run: `cargo build --release -p chainsig-bench --bin ctru_device_check` then
+//! `target/release/ctru_device_check RESULTS_DIR [--kem-only]`.
 
-use chainsig_ctru::ParamSet;
-use chainsig_ctru_cuda::bench::{
+use chainsig_bench::ctru::{
     kem_gpu_csv, kem_gpu_table, kem_sizes, run_gpu, run_gpu_kem, table, to_csv, Plan,
 };
+use chainsig_ctru::ParamSet;
 use chainsig_ctru_cuda::Error;
+use clap::Parser;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use serde_json::json;
 use std::io::Write;
 
+/// The CTRU-Prime device check and benchmark (settings CTRU_REPS and CTRU_MAX_BATCH from the
+/// environment).
+#[derive(Parser)]
+struct Args {
+    /// Skip the product check and sweep (parts 1 and 2).
+    #[arg(long)]
+    kem_only: bool,
+    /// The results folder (default: $OUT, else ./ctru-device-check).
+    results_dir: Option<String>,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let kem_only = args.iter().any(|a| a == "--kem-only");
+    let args = Args::parse();
+    let kem_only = args.kem_only;
     let out_dir = std::path::PathBuf::from(
-        args.iter()
-            .find(|a| !a.starts_with("--"))
-            .cloned()
+        args.results_dir
             .or_else(|| std::env::var("OUT").ok())
             .unwrap_or_else(|| "ctru-device-check".into()),
     );

@@ -2,13 +2,15 @@
 //! kernel, device copies of the NTT tables. Kernels are launched in stream order; copies are the
 //! synchronous cudarc ones.
 
-use crate::device::{device_err, pad32, Device, Stopwatch, TensorCore};
-use crate::kernel::Resources;
+use crate::device_common::{device_err, pad32, Device, TensorCore};
 use crate::{prepare, rows, Error, Method, NttDeviceTables, Prepared, Product};
 use chainsig_ctru::ParamSet;
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+#[cfg(feature = "bench")]
+use chainsig_gpu::cudarc::driver::CudaContext;
+use chainsig_gpu::cudarc::driver::{
+    CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
+use chainsig_gpu::Resources;
 use std::sync::Arc;
 
 /// Median times of one batch size, in milliseconds, from CUDA events.
@@ -31,6 +33,8 @@ pub struct Timing {
 pub struct GpuPolyMul {
     set: ParamSet,
     method: Method,
+    /// The context, for the timing hooks' events.
+    #[cfg(feature = "bench")]
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     _module: Arc<CudaModule>,
@@ -92,6 +96,7 @@ impl GpuPolyMul {
         Ok(GpuPolyMul {
             set,
             method,
+            #[cfg(feature = "bench")]
             ctx: device.ctx,
             stream,
             _module: device.module,
@@ -144,6 +149,7 @@ impl GpuPolyMul {
     /// Times one batch: `reps` timed runs (at least 10 recommended) after one warm-up, medians of CUDA
     /// event times for the kernels alone and for copy in + kernels + copy out; the setup once. Checks
     /// nothing: use [`Self::mul_batch`] for results.
+    #[cfg(feature = "bench")]
     pub fn time_batch<P: AsRef<[i32]>>(
         &self,
         product: Product,
@@ -153,7 +159,7 @@ impl GpuPolyMul {
     ) -> Result<Timing, Error> {
         let prep = prepare(self.set, product, shared, batch)?;
         let mut buf = self.alloc(&prep)?;
-        let watch = Stopwatch::new(&self.ctx, &self.stream)?;
+        let watch = chainsig_gpu::Stopwatch::new(&self.ctx, &self.stream)?;
         let setup_ms = watch.time(|| self.setup(product, &prep, &mut buf))?;
         self.upload(&prep, &mut buf)?;
         let reps = reps.max(1);

@@ -1,20 +1,21 @@
-//! [`GpuKem`]: the batch KEM pipeline of [`crate::kem`] on a CUDA device, one stream, inputs and
+//! [`GpuKem`]: the batch KEM pipeline of [`crate::kem_host`] on a CUDA device, one stream, inputs and
 //! outputs through pinned host memory (`cudarc`'s `alloc_pinned_with_flags`, plain page-locked, not
 //! write-combined since results are read back on the host).
 
-use crate::device::{device_err, flat, pad32, Device, Stopwatch, TensorCore, FLAT_THREADS};
-use crate::kem::{
-    check_count, ct_bytes_of, encaps_results, flatten_cts, shared_secret, KemParamsC, KemTiming,
-    KeyMaterial,
+use crate::device_common::{device_err, flat, pad32, Device, TensorCore, FLAT_THREADS};
+#[cfg(feature = "bench")]
+use crate::kem_host::KemTiming;
+use crate::kem_host::{
+    check_count, ct_bytes_of, encaps_results, flatten_cts, shared_secret, KemParamsC, KeyMaterial,
 };
-use crate::kernel::Resources;
 use crate::Error;
 use chainsig_ctru::params::{SEED_BYTES, SS_BYTES};
 use chainsig_ctru::zeroize::Zeroizing;
 use chainsig_ctru::{Ciphertext, ParamSet, PublicKey, SecretKey, SharedSecret};
-use cudarc::driver::{
+use chainsig_gpu::cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, PinnedHostSlice, PushKernelArg,
 };
+use chainsig_gpu::Resources;
 use std::sync::Arc;
 
 /// Threads per block of the one-thread-per-item kernels (hashing, sampling seeds, the final check).
@@ -481,6 +482,7 @@ impl GpuKem {
     }
 
     /// Times batch encapsulation of `seeds`: medians of `reps` runs after `reps / 4 + 2` warm-ups.
+    #[cfg(feature = "bench")]
     pub fn time_encaps(
         &mut self,
         seeds: &[[u8; SEED_BYTES]],
@@ -492,12 +494,14 @@ impl GpuKem {
     }
 
     /// Times batch decapsulation of `cts` (see [`Self::time_encaps`]).
+    #[cfg(feature = "bench")]
     pub fn time_decaps(&mut self, cts: &[Ciphertext], reps: usize) -> Result<KemTiming, Error> {
         let bytes = ct_bytes_of(self.set, cts)?;
         let flat = flatten_cts(self.set, &bytes)?;
         self.time(Op::Decaps, &flat, cts.len(), reps)
     }
 
+    #[cfg(feature = "bench")]
     fn time(
         &mut self,
         op: Op,
@@ -511,8 +515,9 @@ impl GpuKem {
         r
     }
 
+    #[cfg(feature = "bench")]
     fn time_work(&self, w: &mut Work, reps: usize) -> Result<KemTiming, Error> {
-        let watch = Stopwatch::new(&self.ctx, &self.stream)?;
+        let watch = chainsig_gpu::Stopwatch::new(&self.ctx, &self.stream)?;
         let reps = reps.max(1);
         let warm = reps / 4 + 2;
         self.upload(w)?;

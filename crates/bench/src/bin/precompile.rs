@@ -5,10 +5,19 @@
 //!
 //! Usage: `precompile [ARCH]` (default sm_90), with LD_LIBRARY_PATH naming libnvrtc.
 
-use chainsig_cuda::backend::{precompile, CudaConfig};
+use chainsig_cuda::{precompile, CudaConfig};
+use clap::Parser;
+
+/// Fills the kernel cache with every module the CUDA backend loads (needs NVRTC, not a GPU).
+#[derive(Parser)]
+struct Args {
+    /// The device architecture to compile for.
+    #[arg(default_value = "sm_90")]
+    arch: String,
+}
 
 fn main() -> Result<(), String> {
-    let arch = std::env::args().nth(1).unwrap_or_else(|| "sm_90".into());
+    let arch = Args::parse().arch;
     let config = CudaConfig::from_env()?;
     let started = std::time::Instant::now();
     let modules = precompile(&config, &arch).map_err(|e| e.to_string())?;

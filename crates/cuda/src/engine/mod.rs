@@ -1,0 +1,467 @@
+//! The engine behind [`crate::CudaBackend`]: the opened device, its loaded modules and the chunk
+//! pipeline every verification runs through. A batch (or several works run together) is cut into
+//! chunks over K streams: pinned staging → async copy in → (SM3 on the GPU) → kernel → async copy
+//! of the bitmap words (and recovered keys) out → event, so copies and kernels of different
+//! chunks overlap.
+//!
+//! - this file: opening the device and the SM2 modules, the pipeline ([`Engine::pipeline`],
+//!   `launch_chunks`) and the work kinds it runs;
+//! - [`ecdsa`]: a curve's ECDSA module, loaded and checked at its first batch; sender recovery;
+//! - [`signers`]: known signers' tables and the split of a batch into known and other records;
+//! - [`sm3`]: e = SM3(Z_A ‖ M) on the GPU before verification (GB/T 32918.2);
+//! - [`selftest`]: the checks a module passes before it gives a verdict;
+//! - [`slots`]: one stream's pinned and device buffers, grown on demand, and the harvest of a
+//!   finished chunk;
+//! - `timing` (the `bench` feature): the kernel alone, timed with CUDA events.
+//!
+//! Buffers and events are chainsig-gpu's raw RAII wrappers: the pipeline manages its own
+//! synchronisation (a slot's buffers are reused only after its event completes), so cudarc's
+//! per-buffer event tracking is not wanted.
+
+mod ecdsa;
+mod selftest;
+mod signers;
+mod slots;
+mod sm3;
+#[cfg(feature = "bench")]
+mod timing;
+
+use crate::backend::{unavailable, NAME};
+use crate::host;
+use crate::kernels::{self, KernelConfig};
+use crate::launch::{launch_shape, pick_kernel, round_chunk, Loaded};
+use crate::messages::MessageBatch;
+use crate::signers::{StageSigned, SIGNED_ROWS};
+use crate::stage::{chunk_words, stage, stage_recover};
+use crate::CudaConfig;
+use chainsig_core::algorithm::Algorithm;
+use chainsig_core::backend::{Backend, BackendError};
+use chainsig_core::batch::{Batch, RecoverItem};
+use chainsig_core::bitmap::Bitmap;
+use chainsig_gpu::cudarc;
+use chainsig_gpu::cudarc::driver::{
+    result, sys, CudaContext, CudaFunction, LaunchConfig, PushKernelArg,
+};
+use chainsig_gpu::{device_err, DevBuf, Resources};
+use ecdsa::{loaded_ecdsa, EcdsaKernels};
+use slots::{Outputs, Pending, Slot};
+use std::sync::Arc;
+
+/// The opened device and everything loaded on it; one at a time uses it (the backend holds it
+/// behind a mutex).
+pub(crate) struct Engine {
+    ctx: Arc<CudaContext>,
+    func: Loaded,
+    /// Forms of `func` for smaller batches, each with the largest batch it takes, smallest first
+    /// ([`CudaConfig::small_kernels`]).
+    small: Vec<(Loaded, usize)>,
+    /// `cs_field_check`, the arithmetic self-test in the same module.
+    check: CudaFunction,
+    gtab: DevBuf,
+    slots: Vec<Slot>,
+    cfg: CudaConfig,
+    /// The device's architecture ("sm_90"), for modules compiled after open.
+    arch: String,
+    /// The device's multiprocessors ([`Loaded::block_for`]).
+    sms: u32,
+    /// `cs_sm3_e`, compiled at the first batch that carries messages.
+    sm3: Option<CudaFunction>,
+    /// `cs_verify_signed` from the main module (fast mode only).
+    signed: Option<Loaded>,
+    /// The known signers' tables, one after another, and their numbering.
+    ktabs: Option<(DevBuf, crate::signers::SignerIndex)>,
+    /// A host backend for the few records of a batch outside the known signers, and the most
+    /// records it takes ([`CudaBackend::set_host_helper`]).
+    host: Option<(Arc<dyn Backend>, usize)>,
+    /// The ECDSA curves' kernels, each loaded at the curve's first batch.
+    ecdsa: Vec<EcdsaKernels>,
+}
+
+/// Messages to hash on the GPU (record i of the work is message i) and the SM3 kernel.
+type Hashing<'a> = Option<(&'a MessageBatch, &'a CudaFunction)>;
+
+/// What the chunk pipeline verifies.
+#[derive(Clone, Copy)]
+enum Work<'a> {
+    /// Records with their keys; with messages, e is hashed on the GPU first.
+    Records(&'a Batch, Hashing<'a>),
+    /// Records of known signers, against the tables in `ktabs`; with messages, e is hashed on the
+    /// GPU first (e is the first row of both layouts, so the SM3 kernel serves both).
+    Signed(&'a dyn StageSigned, Hashing<'a>),
+    /// ECDSA records with their keys (P-256 or secp256k1), through the curve's loaded kernels.
+    Ecdsa(&'a Batch),
+    /// Public-key recovery on the curve of the algorithm: verdicts and keys.
+    Recover(Algorithm, &'a [RecoverItem]),
+}
+
+impl Work<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Work::Records(b, _) | Work::Ecdsa(b) => b.len(),
+            Work::Signed(b, _) => b.len(),
+            Work::Recover(_, items) => items.len(),
+        }
+    }
+
+    fn hashing(&self) -> Hashing<'_> {
+        match self {
+            Work::Records(_, h) | Work::Signed(_, h) => *h,
+            Work::Ecdsa(_) | Work::Recover(..) => None,
+        }
+    }
+}
+
+// SAFETY: the raw pointers in Engine's buffers are only touched while the Mutex is held.
+unsafe impl Send for Engine {}
+
+/// Compiles, side by side on a first run and through the disk cache, the SM2 modules a backend of
+/// `cfg` loads: its main kernel first, then its forms for small batches, one module each.
+fn compile_sm2_modules(
+    cfg: &CudaConfig,
+    arch: &str,
+) -> Result<Vec<(KernelConfig, chainsig_gpu::Compiled)>, BackendError> {
+    let kernels: Vec<KernelConfig> = std::iter::once(cfg.kernel)
+        .chain(cfg.small_kernels().into_iter().map(|(k, _)| k))
+        .collect();
+    let compiled: Vec<chainsig_gpu::Compiled> = std::thread::scope(|scope| {
+        let jobs: Vec<_> = kernels
+            .iter()
+            .map(|k| {
+                scope.spawn(move || kernels::compile_config(&chainsig_core::curve::SM2, k, arch))
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|j| {
+                j.join()
+                    .unwrap_or_else(|_| Err("the NVRTC compile panicked".into()))
+            })
+            .collect::<Result<Vec<_>, String>>()
+    })
+    .map_err(unavailable)?;
+    Ok(kernels.into_iter().zip(compiled).collect())
+}
+
+/// Compiles every module a backend of `cfg` may load on a device of architecture `arch` (the SM2
+/// modules, the ECDSA module of each curve, the SM3 module) into the disk cache, under the
+/// environment's `CHAINSIG_NVRTC_DEFINES`. Needs NVRTC but no GPU: a GPU machine given the cache
+/// spends none of its time compiling. Returns the number of modules.
+pub fn precompile(cfg: &CudaConfig, arch: &str) -> Result<usize, BackendError> {
+    cfg.validate().map_err(unavailable)?;
+    let mut modules = compile_sm2_modules(cfg, arch)?.len();
+    let ecdsa = kernels::ecdsa_config(cfg.kernel.max_registers);
+    for curve in [chainsig_core::curve::P256, chainsig_core::curve::SECP256K1] {
+        kernels::compile_ecdsa(&curve, &ecdsa, arch).map_err(unavailable)?;
+        modules += 1;
+    }
+    chainsig_gpu::compile_cached(&kernels::sm3_source(), arch).map_err(unavailable)?;
+    Ok(modules + 1)
+}
+
+impl Engine {
+    pub(crate) fn open(cfg: CudaConfig) -> Result<(Engine, Vec<Resources>, bool), BackendError> {
+        cfg.validate().map_err(unavailable)?;
+        let chainsig_gpu::Opened { ctx, arch, .. } = chainsig_gpu::open(cfg.device)?;
+        let sms = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(|e| device_err("multiprocessor count", e))? as u32;
+        let small = cfg.small_kernels();
+        let (kernels, compiled): (Vec<KernelConfig>, Vec<chainsig_gpu::Compiled>) =
+            compile_sm2_modules(&cfg, &arch)?.into_iter().unzip();
+        let mut modules = Vec::new();
+        for (k, c) in kernels.iter().zip(&compiled) {
+            let module = ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(c.cubin.clone()))
+                .map_err(|e| device_err("cuModuleLoadData", e))?;
+            let func = module
+                .load_function(&k.name())
+                .map_err(|e| device_err("cuModuleGetFunction", e))?;
+            // The main kernel first, then the forms for small batches.
+            let block = if modules.is_empty() {
+                cfg.block_size
+            } else {
+                cfg.small_block_size
+            };
+            modules.push((module, Loaded::new(func, k, block)?));
+        }
+        let mut modules = modules.into_iter();
+        let (module, func) = modules.next().expect("the main module is first");
+        let small: Vec<(Loaded, usize)> = modules
+            .zip(&small)
+            .map(|((_, f), &(_, below))| (f, below))
+            .collect();
+        let check = module
+            .load_function("cs_field_check")
+            .map_err(|e| device_err("cuModuleGetFunction", e))?;
+        let signed = if cfg.kernel.mode == crate::Mode::Fast {
+            let func = module
+                .load_function(kernels::SIGNED_KERNEL)
+                .map_err(|e| device_err("cuModuleGetFunction", e))?;
+            // The known-signer entry runs the module's lanes, never the split.
+            let kernel = KernelConfig {
+                split: false,
+                ..cfg.kernel
+            };
+            Some(Loaded::new(func, &kernel, cfg.block_size)?)
+        } else {
+            None
+        };
+        // The fixed-base table, built by the kernels' own arithmetic on the host and checked on-curve.
+        let table = gtable()?;
+        let gtab = DevBuf::new(table.len() * 4)?;
+        // SAFETY: gtab holds exactly table.len() words; synchronous copy.
+        unsafe { result::memcpy_htod_sync(gtab.ptr(), table) }
+            .map_err(|e| device_err("upload table", e))?;
+        let mut slots = Vec::new();
+        for _ in 0..cfg.streams {
+            slots.push(Slot::new(&ctx)?);
+        }
+        let res = compiled
+            .iter()
+            .flat_map(|c| chainsig_gpu::parse_resources(&c.log))
+            .collect();
+        let from_cache = compiled.iter().all(|c| c.from_cache);
+        let engine = Engine {
+            ctx,
+            func,
+            small,
+            check,
+            gtab,
+            slots,
+            sms,
+            cfg,
+            arch,
+            sm3: None,
+            signed,
+            ktabs: None,
+            host: None,
+            ecdsa: Vec::new(),
+        };
+        engine.check_field_arithmetic()?;
+        Ok((engine, res, from_cache))
+    }
+
+    fn chunk_len(&self, len: usize) -> usize {
+        self.cfg.chunk_len(len)
+    }
+
+    /// Any batch the backend takes ([`check_batch`]): SM2 through `verify_known`, ECDSA through
+    /// the curve's kernels.
+    pub(crate) fn verify_any(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+        match batch.alg() {
+            Algorithm::Sm2 => self.verify_known(batch),
+            _ => self.verify_ecdsa(batch),
+        }
+    }
+
+    pub(crate) fn verify(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+        self.run(Work::Records(batch, None))
+    }
+
+    /// The chunk pipeline over one work.
+    fn run(&mut self, work: Work) -> Result<Bitmap, BackendError> {
+        Ok(self.run_all(&[work])?.pop().expect("one work, one bitmap"))
+    }
+
+    /// The chunk pipeline: each work cut into chunks (the chunk length set by all the works
+    /// together, so a small work is one chunk), the chunks spread over the streams in order, one
+    /// bitmap per work. A work with messages has each chunk's digests computed on the GPU by the
+    /// SM3 kernel (into the e rows of the staged input) just before its verification kernel.
+    fn run_all(&mut self, works: &[Work]) -> Result<Vec<Bitmap>, BackendError> {
+        let out = self.pipeline(works)?;
+        Ok(out
+            .words
+            .into_iter()
+            .zip(works)
+            .map(|(words, work)| Bitmap::from_words(words, work.len()))
+            .collect())
+    }
+
+    /// The chunk pipeline of [`Engine::run_all`], with the recovered keys of recovery works.
+    fn pipeline(&mut self, works: &[Work]) -> Result<Outputs, BackendError> {
+        let mut out = Outputs {
+            words: works
+                .iter()
+                .map(|w| vec![0u64; w.len().div_ceil(64)])
+                .collect(),
+            signers: works
+                .iter()
+                .map(|w| match w {
+                    Work::Recover(_, items) => vec![None; items.len()],
+                    _ => Vec::new(),
+                })
+                .collect(),
+        };
+        let total: usize = works.iter().map(Work::len).sum();
+        if total > 0 {
+            self.ctx
+                .bind_to_thread()
+                .map_err(|e| device_err("bind context", e))?;
+        }
+        let chunk = self.chunk_len(total);
+        let mut c = 0; // chunks launched, over every work
+        for (w, &work) in works.iter().enumerate() {
+            c = self.launch_chunks(w, work, chunk, c, &mut out)?;
+        }
+        for slot in &mut self.slots {
+            slot.harvest(&mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// Stages and launches the chunks of work `w`, chunk numbers from `c` on (chunk `c` goes to
+    /// stream `c mod streams`, after that stream's previous chunk is harvested). Returns the next
+    /// chunk number.
+    fn launch_chunks(
+        &mut self,
+        w: usize,
+        work: Work,
+        chunk: usize,
+        mut c: usize,
+        out: &mut Outputs,
+    ) -> Result<usize, BackendError> {
+        let len = work.len();
+        // Borrows of single fields only: the loop below borrows the slots mutably.
+        let no_small: &[(Loaded, usize)] = &[];
+        let (kernel, small, gtab, k) = match work {
+            Work::Records(..) => (
+                &self.func,
+                &self.small[..],
+                self.gtab.ptr(),
+                self.cfg.kernel,
+            ),
+            Work::Signed(..) => (
+                self.signed
+                    .as_ref()
+                    .expect("signers load only where the signed kernel exists"),
+                no_small,
+                self.gtab.ptr(),
+                self.cfg.kernel,
+            ),
+            Work::Ecdsa(batch) => {
+                let ecdsa = loaded_ecdsa(&self.ecdsa, batch.alg());
+                (
+                    ecdsa.kernel(batch.low_s()),
+                    no_small,
+                    ecdsa.gtab.ptr(),
+                    ecdsa.config,
+                )
+            }
+            Work::Recover(alg, _) => {
+                let ecdsa = loaded_ecdsa(&self.ecdsa, alg);
+                (&ecdsa.recover, no_small, ecdsa.gtab.ptr(), ecdsa.config)
+            }
+        };
+        let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr());
+        let nslots = self.slots.len();
+        // One kernel and block for the whole work: its chunks run side by side on the GPU. A
+        // work of less than one round spreads over every multiprocessor (spread_small).
+        let func = pick_kernel(kernel, small, len);
+        let round = func.round(self.sms);
+        let block = if self.cfg.spread_small && len < round {
+            func.tail_block(len, self.sms)
+        } else {
+            func.block_for(len, self.sms)
+        };
+        let chunk = if self.cfg.round_chunks && self.cfg.chunk_items.is_none() {
+            round_chunk(chunk, len, round)
+        } else {
+            chunk
+        };
+        for i0 in (0..len).step_by(chunk) {
+            let m = chunk.min(len - i0);
+            let mp = m.next_multiple_of(64);
+            let (grid, out_words) = launch_shape(mp, block, func.threads);
+            let in_words = match work {
+                Work::Records(..) | Work::Ecdsa(_) => chunk_words(&k, mp),
+                Work::Signed(..) => SIGNED_ROWS * mp,
+                Work::Recover(..) => kernels::RECOVER_ROWS * mp,
+            };
+            let keys_stride = if let Work::Recover(..) = work { mp } else { 0 };
+            let slot = &mut self.slots[c % nslots];
+            c += 1;
+            slot.harvest(out)?;
+            slot.reserve(in_words, out_words, 16 * keys_stride)?;
+            match work {
+                Work::Records(batch, _) | Work::Ecdsa(batch) => {
+                    stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice())
+                }
+                Work::Signed(batch, _) => batch.stage(i0, m, mp, slot.pin_in.as_mut_slice()),
+                Work::Recover(_, items) => {
+                    stage_recover(&items[i0..i0 + m], mp, slot.pin_in.as_mut_slice())
+                }
+            }
+            let s = slot.stream.cu_stream();
+            // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers are not
+            // touched again until `done` has completed (harvest syncs on it first).
+            unsafe {
+                result::memcpy_htod_async(
+                    slot.dev_in.ptr(),
+                    &slot.pin_in.as_slice()[..in_words],
+                    s,
+                )
+                .map_err(|e| device_err("copy in", e))?;
+            }
+            if let Some((mb, sm3)) = work.hashing() {
+                sm3::hash_chunk(slot, mb, sm3, i0, m, mp)?;
+            }
+            let (din, dout, gt) = (slot.dev_in.ptr(), slot.dev_out.ptr(), gtab);
+            let (stride, count) = (mp as u32, m as u32);
+            let cfg = LaunchConfig {
+                grid_dim: (grid, 1, 1),
+                block_dim: (block, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = slot.stream.launch_builder(&func.func);
+            b.arg(&din).arg(&stride).arg(&count).arg(&gt);
+            if let Work::Signed(..) = work {
+                b.arg(&ktabs);
+            }
+            b.arg(&dout);
+            let dkeys = slot.dev_keys.ptr();
+            if keys_stride > 0 {
+                b.arg(&dkeys);
+            }
+            // SAFETY: argument types match the kernel's (u64 pointers, u32 stride and count, and
+            // for cs_verify_signed the tables' pointer before the output's, for the recovery
+            // kernel the keys' pointer after it).
+            unsafe { b.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
+            // SAFETY: as for the copy in (pin_keys and dev_keys hold 16 keys_stride words).
+            unsafe {
+                result::memcpy_dtoh_async(&mut slot.pin_out.as_mut_slice()[..out_words], dout, s)
+                    .map_err(|e| device_err("copy out", e))?;
+                if keys_stride > 0 {
+                    let keys = &mut slot.pin_keys.as_mut_slice()[..16 * keys_stride];
+                    result::memcpy_dtoh_async(keys, dkeys, s)
+                        .map_err(|e| device_err("copy keys out", e))?;
+                }
+            }
+            slot.done.record(&slot.stream)?;
+            slot.pending = Some(Pending {
+                work: w,
+                first: i0,
+                items: m,
+                keys_stride,
+            });
+        }
+        Ok(c)
+    }
+}
+
+impl Engine {
+    /// Lets `host` verify a batch's records outside the known signers when they are at most
+    /// `most` ([`crate::CudaBackend::set_host_helper`]).
+    pub(crate) fn set_host(&mut self, host: Arc<dyn Backend>, most: usize) {
+        self.host = Some((host, most));
+    }
+}
+
+fn gtable() -> Result<&'static [u32], BackendError> {
+    static TABLE: std::sync::OnceLock<Result<Vec<u32>, String>> = std::sync::OnceLock::new();
+    TABLE
+        .get_or_init(host::build_gtable)
+        .as_deref()
+        .map_err(|e| BackendError::Device {
+            backend: NAME.into(),
+            reason: e.clone(),
+        })
+}

@@ -1,0 +1,128 @@
+//! One stream's buffers (a slot of the pipeline): pinned staging and device memory for the input,
+//! the verdict words, the messages to hash and the recovered keys, each grown when a chunk needs
+//! more and reused otherwise; the chunk in flight; and its harvest once its event completes.
+
+use crate::stage::sec1;
+use chainsig_core::backend::BackendError;
+use chainsig_core::batch::Recovered;
+use chainsig_gpu::cudarc::driver::{CudaContext, CudaStream};
+use chainsig_gpu::{device_err, DevBuf, Event, Pinned};
+use std::sync::Arc;
+
+/// One stream's buffers. `pending` is the chunk whose bitmap words are in flight to `pin_out`
+/// (and, for a recovery chunk, whose keys are in flight to `pin_keys`).
+pub(super) struct Slot {
+    pub(super) stream: Arc<CudaStream>,
+    pub(super) pin_in: Pinned<u32>,
+    pub(super) pin_out: Pinned<u64>,
+    pub(super) dev_in: DevBuf,
+    pub(super) dev_out: DevBuf,
+    /// Hashing input (Z_A, offsets, message bytes) of the chunk, for batches that carry messages.
+    pub(super) pin_msg: Pinned<u32>,
+    pub(super) dev_msg: DevBuf,
+    /// Recovered keys of the chunk: 16 rows (x, then y) of the chunk's padded length.
+    pub(super) pin_keys: Pinned<u32>,
+    pub(super) dev_keys: DevBuf,
+    pub(super) done: Event,
+    pub(super) pending: Option<Pending>,
+}
+
+/// The chunk a slot has in flight.
+#[derive(Clone, Copy)]
+pub(super) struct Pending {
+    pub(super) work: usize,
+    pub(super) first: usize,
+    pub(super) items: usize,
+    /// The chunk's padded length when it brings recovered keys back, else 0.
+    pub(super) keys_stride: usize,
+}
+
+/// What the pipeline brings back for each work: verdict words, and for a recovery work each
+/// request's signer (empty for the others).
+pub(super) struct Outputs {
+    pub(super) words: Vec<Vec<u64>>,
+    pub(super) signers: Vec<Vec<Option<Recovered>>>,
+}
+
+impl Slot {
+    /// A slot on a new stream of `ctx`, its buffers at their smallest.
+    pub(super) fn new(ctx: &Arc<CudaContext>) -> Result<Slot, BackendError> {
+        Ok(Slot {
+            stream: ctx
+                .new_stream()
+                .map_err(|e| device_err("cuStreamCreate", e))?,
+            pin_in: Pinned::new(1)?,
+            pin_out: Pinned::new(1)?,
+            dev_in: DevBuf::new(4)?,
+            dev_out: DevBuf::new(8)?,
+            pin_msg: Pinned::new(1)?,
+            dev_msg: DevBuf::new(4)?,
+            pin_keys: Pinned::new(1)?,
+            dev_keys: DevBuf::new(4)?,
+            done: Event::new(false)?,
+            pending: None,
+        })
+    }
+
+    /// Grows the buffers to hold a chunk of `in_words` input words, `out_words` verdict words and
+    /// `key_words` recovered-key words (call after [`Slot::harvest`]: nothing may be in flight).
+    pub(super) fn reserve(
+        &mut self,
+        in_words: usize,
+        out_words: usize,
+        key_words: usize,
+    ) -> Result<(), BackendError> {
+        if self.pin_keys.len() < key_words {
+            self.pin_keys = Pinned::new(key_words)?;
+            self.dev_keys = DevBuf::new(key_words * 4)?;
+        }
+        if self.pin_in.len() < in_words {
+            self.pin_in = Pinned::new(in_words)?;
+            self.dev_in = DevBuf::new(in_words * 4)?;
+        }
+        if self.pin_out.len() < out_words {
+            self.pin_out = Pinned::new(out_words)?;
+            self.dev_out = DevBuf::new(out_words * 8)?;
+        }
+        Ok(())
+    }
+
+    /// Grows the message buffers to hold `msg_words` words.
+    pub(super) fn reserve_messages(&mut self, msg_words: usize) -> Result<(), BackendError> {
+        if self.pin_msg.len() < msg_words {
+            self.pin_msg = Pinned::new(msg_words)?;
+            self.dev_msg = DevBuf::new(msg_words * 4)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the chunk in flight, if any, and copies its verdict words (and recovered
+    /// signers) into `out`.
+    pub(super) fn harvest(&mut self, out: &mut Outputs) -> Result<(), BackendError> {
+        let slot = self;
+        if let Some(p) = slot.pending.take() {
+            slot.done.sync()?;
+            let w0 = p.first / 64;
+            let n = p.items.div_ceil(64);
+            out.words[p.work][w0..w0 + n].copy_from_slice(&slot.pin_out.as_slice()[..n]);
+            if p.keys_stride > 0 {
+                // The keys come back column-major (word j of key i at j·stride + i); each
+                // recovered one becomes its SEC1 form and address here, on the host's cores,
+                // while the GPU runs the other streams' chunks.
+                use rayon::prelude::*;
+                let (rows, bits) = (slot.pin_keys.as_slice(), slot.pin_out.as_slice());
+                out.signers[p.work][p.first..p.first + p.items]
+                    .par_iter_mut()
+                    .enumerate()
+                    .for_each(|(i, signer)| {
+                        if bits[i / 64] >> (i % 64) & 1 == 1 {
+                            let key: [u32; 16] =
+                                std::array::from_fn(|j| rows[j * p.keys_stride + i]);
+                            *signer = Some(Recovered::from_pubkey(sec1(&key)));
+                        }
+                    });
+            }
+        }
+        Ok(())
+    }
+}

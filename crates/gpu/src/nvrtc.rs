@@ -1,0 +1,151 @@
+//! NVRTC: the options every module is compiled with, compilation straight to CUBIN for the
+//! device's architecture (`--gpu-architecture=sm_XY`, so the driver never JIT-compiles PTX), the
+//! disk cache in front of it ([`crate::cache`]), and ptxas's resource report.
+
+use crate::cache;
+use crate::driver::nvrtc_available;
+
+/// NVRTC options for an architecture such as "sm_90", plus the words of `CHAINSIG_NVRTC_DEFINES`
+/// (for example `-DCS_RARE_CALL`): compile-time ablations of the kernels, measured without a
+/// rebuild of the binary. They are part of the cache key like every other option.
+pub fn options(arch: &str) -> Vec<String> {
+    let mut opts = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".into(),
+        "--ptxas-options=-v".into(),
+    ];
+    if let Ok(extra) = std::env::var("CHAINSIG_NVRTC_DEFINES") {
+        opts.extend(extra.split_whitespace().map(str::to_string));
+    }
+    opts
+}
+
+/// A compiled module and what ptxas said about it.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub cubin: Vec<u8>,
+    pub log: String,
+    pub from_cache: bool,
+}
+
+/// Registers, stack and spills of one kernel, read from the ptxas report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Resources {
+    pub kernel: String,
+    pub registers: u32,
+    pub stack_bytes: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+}
+
+fn number_before(line: &str, marker: &str) -> Option<u32> {
+    let idx = line.find(marker)?;
+    line[..idx].split_whitespace().last()?.parse().ok()
+}
+
+/// Parses ptxas `-v` output ("Compiling entry function 'x'", "N bytes stack frame, N bytes spill
+/// stores, N bytes spill loads", "Used N registers").
+pub fn parse_resources(log: &str) -> Vec<Resources> {
+    let mut out: Vec<Resources> = Vec::new();
+    for line in log.lines() {
+        if let Some(pos) = line.find("Compiling entry function '") {
+            let rest = &line[pos + "Compiling entry function '".len()..];
+            let name = rest.split('\'').next().unwrap_or("").to_string();
+            out.push(Resources {
+                kernel: name,
+                registers: 0,
+                stack_bytes: 0,
+                spill_stores: 0,
+                spill_loads: 0,
+            });
+        } else if let Some(cur) = out.last_mut() {
+            if let Some(v) = number_before(line, "bytes stack frame") {
+                cur.stack_bytes = v;
+            }
+            if let Some(v) = number_before(line, "bytes spill stores") {
+                cur.spill_stores = v;
+            }
+            if let Some(v) = number_before(line, "bytes spill loads") {
+                cur.spill_loads = v;
+            }
+            if let Some(v) = number_before(line, "registers") {
+                cur.registers = v;
+            }
+        }
+    }
+    out
+}
+
+/// Compiles with NVRTC (no cache).
+pub fn compile_uncached(src: &str, opts: &[String]) -> Result<Compiled, String> {
+    use cudarc::nvrtc::{result, sys};
+    if !nvrtc_available() {
+        return Err("the NVRTC library (libnvrtc.so) cannot be loaded: install the CUDA toolkit or the nvidia-cuda-nvrtc wheel and put its lib/ on LD_LIBRARY_PATH".into());
+    }
+    let csrc =
+        std::ffi::CString::new(src).map_err(|_| "kernel source holds a NUL byte".to_string())?;
+    let prog =
+        result::create_program(&csrc, None).map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?;
+    // SAFETY: prog was created above and is destroyed exactly once below.
+    let compiled = unsafe { result::compile_program(prog, opts) };
+    // SAFETY: as above.
+    let log_raw = unsafe { result::get_program_log(prog) }.unwrap_or_default();
+    let log = {
+        let bytes: Vec<u8> = log_raw
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let out = match compiled {
+        Err(e) => Err(format!("NVRTC compilation failed ({e:?}):\n{log}")),
+        Ok(()) => {
+            let mut size = 0usize;
+            // SAFETY: prog compiled successfully; the buffer has the size NVRTC reports.
+            unsafe {
+                let r = sys::nvrtcGetCUBINSize(prog, &mut size);
+                if r != sys::nvrtcResult::NVRTC_SUCCESS || size == 0 {
+                    let _ = result::destroy_program(prog);
+                    return Err(format!(
+                        "nvrtcGetCUBINSize: {r:?} (was an sm_XY architecture given?)"
+                    ));
+                }
+                let mut cubin = vec![0u8; size];
+                let r = sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr() as *mut std::ffi::c_char);
+                if r != sys::nvrtcResult::NVRTC_SUCCESS {
+                    let _ = result::destroy_program(prog);
+                    return Err(format!("nvrtcGetCUBIN: {r:?}"));
+                }
+                Ok(Compiled {
+                    cubin,
+                    log,
+                    from_cache: false,
+                })
+            }
+        }
+    };
+    // SAFETY: prog is valid and not used after this.
+    let _ = unsafe { result::destroy_program(prog) };
+    out
+}
+
+/// Compiles through the disk cache: a hit needs no NVRTC at all.
+pub fn compile_cached(src: &str, arch: &str) -> Result<Compiled, String> {
+    compile_cached_with(src, arch, options(arch))
+}
+
+/// As [`compile_cached`] with explicit options.
+pub fn compile_cached_with(src: &str, arch: &str, opts: Vec<String>) -> Result<Compiled, String> {
+    let key = cache::cache_key(src, &opts, arch);
+    if let Some((cubin, log)) = cache::load(&key) {
+        return Ok(Compiled {
+            cubin,
+            log,
+            from_cache: true,
+        });
+    }
+    let compiled = compile_uncached(src, &opts)?;
+    cache::store(&key, &compiled.cubin, &compiled.log);
+    Ok(compiled)
+}
