@@ -23,7 +23,7 @@ use std::process::ExitCode;
 /// mimalloc rather than the system allocator: the server's request path (hyper, JSON, the signed
 /// transaction) allocates and frees many small blocks per request, and `chainsig loadtest
 /// --scenario sign` on the 2-core box spent about 8 % of its time in glibc malloc/free
-/// (see crates/server/results/loadtest_notes_srvperf.md for the throughput with and without it).
+/// (see results/loadtest/loadtest_notes_srvperf.md for the throughput with and without it).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

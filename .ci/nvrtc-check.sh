@@ -2,9 +2,9 @@
 # Compiles every chainsig-cuda and chainsig-ctru-cuda kernel with NVRTC 13.0 for sm_90 and fails on
 # register spills.
 # Needs no GPU: installs the nvidia-cuda-nvrtc wheel into a private folder and points the loader at it.
-# Usage: crates/cuda/ci/nvrtc-check.sh   (from anywhere; CHAINSIG_CACHE_DIR may name a cache to fill)
+# Usage: .ci/nvrtc-check.sh   (from anywhere; CHAINSIG_CACHE_DIR may name a cache to fill)
 set -euo pipefail
-repo="$(cd "$(dirname "$0")/../../.." && pwd)"
+repo="$(cd "$(dirname "$0")/.." && pwd)"
 wheel_dir="${NVRTC_WHEEL_DIR:-${TMPDIR:-/tmp}/chainsig-nvrtc13}"
 if ! find "$wheel_dir" -name 'libnvrtc.so*' 2>/dev/null | grep -q .; then
   python3 -m pip install --quiet --disable-pip-version-check --target "$wheel_dir" "nvidia-cuda-nvrtc==13.0.*"
