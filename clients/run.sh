@@ -7,7 +7,7 @@
 #
 # Installs the pinned Python packages into clients/python/.venv and the locked npm packages into
 # clients/js/node_modules when they are missing or out of date (needs PyPI and npm the first
-# time). CHAINSIG_CHAIN_ID (default 11155111) sets the served chain; CHAINSIG_SEED and
+# time), or under CHAINSIG_CLIENTS_CACHE when it names a folder. CHAINSIG_CHAIN_ID (default 11155111) sets the served chain; CHAINSIG_SEED and
 # CHAINSIG_RANDOM_COUNT (default 1000 per kind) steer the random cross-checks.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -24,8 +24,18 @@ fi
 [ -x "$bin" ] || { echo "no chainsig binary at $bin" >&2; exit 2; }
 
 # Dependencies, reinstalled only when the pinned lists change (a copy of each list is kept
-# beside what it installed).
-venv="$here/python/.venv"
+# beside what it installed). With CHAINSIG_CLIENTS_CACHE=DIR (CI sets it) they live outside the
+# checkout, one set per version of each list, so a fresh clone installs nothing while the lists
+# are unchanged; clients/js/node_modules is then a link into DIR.
+if [ -n "${CHAINSIG_CLIENTS_CACHE:-}" ] && [ ! -d "$here/js/node_modules" -o -L "$here/js/node_modules" ]; then
+  venv="$CHAINSIG_CLIENTS_CACHE/venv-$(sha256sum "$here/python/requirements.txt" | cut -c1-16)"
+  js="$CHAINSIG_CLIENTS_CACHE/js-$(sha256sum "$here/js/package-lock.json" | cut -c1-16)"
+  mkdir -p "$js"
+  cp "$here/js/package.json" "$here/js/package-lock.json" "$js/"
+else
+  venv="$here/python/.venv"
+  js="$here/js"
+fi
 py="$venv/bin/python"
 if ! cmp -s "$here/python/requirements.txt" "$venv/requirements.installed" 2>/dev/null; then
   echo "== pip install -r clients/python/requirements.txt"
@@ -34,10 +44,13 @@ if ! cmp -s "$here/python/requirements.txt" "$venv/requirements.installed" 2>/de
   "$py" -m pip install --quiet --disable-pip-version-check -r "$here/python/requirements.txt"
   cp "$here/python/requirements.txt" "$venv/requirements.installed"
 fi
-if ! cmp -s "$here/js/package-lock.json" "$here/js/node_modules/.lock.installed" 2>/dev/null; then
+if ! cmp -s "$here/js/package-lock.json" "$js/node_modules/.lock.installed" 2>/dev/null; then
   echo "== npm ci (clients/js)"
-  (cd "$here/js" && npm ci --silent --no-audit --no-fund)
-  cp "$here/js/package-lock.json" "$here/js/node_modules/.lock.installed"
+  (cd "$js" && npm ci --silent --no-audit --no-fund --prefer-offline)
+  cp "$here/js/package-lock.json" "$js/node_modules/.lock.installed"
+fi
+if [ "$js" != "$here/js" ]; then
+  ln -sfn "$js/node_modules" "$here/js/node_modules"
 fi
 
 work="$(mktemp -d)"

@@ -3,7 +3,7 @@
 //! length, and where a parser accepts, that its answer round-trips or agrees with a second path.
 //!
 //! They live here, not in the targets, so the checked-in corpora can be replayed by an ordinary
-//! `cargo test` (`crates/cli/tests/verify_cli.rs` includes this file) without nightly or
+//! `cargo test` (`crates/cli/tests/cli/verify_cli.rs` includes this file) without nightly or
 //! libFuzzer; the targets in `fuzz_targets/` are one line each.
 
 use chainsig_core::record::{parse_recover_line, parse_verify_line, RecoverRecord, VerifyDefaults};

@@ -50,10 +50,10 @@ pub struct BenchArgs {
     /// at most 1048576.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_SIGNERS))]
     signers: u64,
-    /// SM2 on the GPU: run the experiments of 基于GPU的区块链交易验签加速技术 (GPU-based
-    /// acceleration of blockchain transaction signature verification: Fig. 3 streams × batch sizes, Table 1
-    /// stage switches, Fig. 4 Euclid/Fermat, Fig. 7 simultaneous/separate, block sizes, fast
-    /// mode) up to the largest `--sizes` value, writing CSV to `--csv`.
+    /// SM2 on the GPU: run the experiments of the paper "基于GPU的区块链交易验签加速技术"
+    /// (GPU-based acceleration of blockchain transaction signature verification) — Fig. 3 streams
+    /// × batch sizes, Table 1 stage switches, Fig. 4 Euclid/Fermat, Fig. 7 simultaneous/separate,
+    /// block sizes, fast mode — up to the largest `--sizes` value, writing CSV to `--csv`.
     #[arg(long)]
     sweep: bool,
     /// With --sweep or --kem: write the rows as CSV to this file.

@@ -10,8 +10,6 @@ mod gen;
 mod input;
 mod kem;
 mod keysource;
-mod loadtest;
-mod loadtest_grpc;
 mod recover;
 mod serve;
 mod sign_bulk;
@@ -23,7 +21,7 @@ use std::process::ExitCode;
 /// mimalloc rather than the system allocator: the server's request path (hyper, JSON, the signed
 /// transaction) allocates and frees many small blocks per request, and `chainsig loadtest
 /// --scenario sign` on the 2-core box spent about 8 % of its time in glibc malloc/free
-/// (see crates/server/results/loadtest_notes_srvperf.md for the throughput with and without it).
+/// (see results/loadtest/loadtest_notes_srvperf.md for the throughput with and without it).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -58,7 +56,7 @@ enum Command {
     /// The signing and verification service: JSON-RPC and REST over HTTP, and gRPC, on one listener.
     Serve(serve::ServeArgs),
     /// Load test a running server (loopback only) or an in-process one: JSON-RPC signing, batch verification or gRPC stream signing.
-    Loadtest(loadtest::LoadtestArgs),
+    Loadtest(chainsig_loadtest::LoadtestArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,7 +69,7 @@ fn main() -> ExitCode {
         Command::Eth(cmd) => eth::run(cmd),
         Command::Kem(cmd) => kem::run(cmd),
         Command::Serve(args) => serve::run(args),
-        Command::Loadtest(args) => loadtest::run(args),
+        Command::Loadtest(args) => chainsig_loadtest::run(args, || backends::registry("auto")),
     };
     match outcome {
         Ok(code) => code,

@@ -3,7 +3,7 @@
 `chainsig bench --kem ctru --csv F` or of the ctru_device_check example (ctru_gpu_mul.csv): one panel per
 product (rows) and n (columns), one line per method, kernel-only solid and end to end dashed, with the
 single-core CPU NTT and 1000x it as grey references. Run by hand after a device run, not in CI.
-Usage: plot_kem.py results/h200_kem.csv results/h200_kem.png   (needs matplotlib)"""
+Usage: plot_kem.py results/ctru/h200_kem.csv results/ctru/h200_kem.png   (needs matplotlib)"""
 import csv
 import sys
 

@@ -1,6 +1,6 @@
 // Host build of the CTRU-Prime kernel arithmetic: the same ctru_mul.cuh routines the GPU kernels run,
 // driven by loops in the order a block's threads would cover them. CI checks these against the Rust
-// schoolbook reference (tests/host_kernel.rs).
+// schoolbook reference (tests/ctru_cuda/host_kernel.rs).
 #include "ctru_types.h"
 #include "ctru_mul.cuh"
 #include "keccak.cuh"

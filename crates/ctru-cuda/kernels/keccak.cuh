@@ -1,6 +1,6 @@
 // Keccak-f[1600], SHA3-512 and SHAKE256 (FIPS 202) for the CTRU-Prime batch KEM, written once for both
 // the GPU (NVRTC, no standard headers) and the host build (host_shim.cpp), which CI checks against
-// RustCrypto's sha3 crate (tests/host_kem.rs).
+// RustCrypto's sha3 crate (tests/ctru_cuda/host_kem.rs).
 //
 // Hand-written because NVRTC programs cannot link a library: there is no device SHA-3 to call. One
 // thread hashes one item: the permutation works on 25 lanes that the compiler keeps in registers

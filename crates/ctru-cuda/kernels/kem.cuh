@@ -2,7 +2,7 @@
 // as crates/ctru/src/kem.rs and encode.rs compute them, one unit of work per routine (one coefficient,
 // one byte, one item) so the GPU kernels (ctru_kem_kernels.cuh) spread them over threads and the host
 // build (host_shim.cpp) loops over them; CI compares the host build with chainsig_ctru
-// (tests/host_kem.rs).
+// (tests/ctru_cuda/host_kem.rs).
 //
 // Hand-written because nothing else computes these steps on a GPU; the hashing is keccak.cuh.
 // No branch or memory index depends on secret data (messages, keys, decrypted values): selections are

@@ -1,6 +1,6 @@
 //! TLS and mutual TLS over real sockets on 127.0.0.1, with a test CA made here by rcgen.
 
-mod common;
+use crate::common;
 
 use chainsig_server::batcher::BatcherConfig;
 use chainsig_server::{keys, tls, AppState, Limits};

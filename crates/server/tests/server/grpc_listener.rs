@@ -4,7 +4,7 @@
 //! requests in flight. Every client call has a timeout, so a server that stops answering fails
 //! the test instead of hanging it.
 
-mod common;
+use crate::common;
 
 use chainsig_core::Algorithm;
 use chainsig_cpu::generate::{record, GenSpec};

@@ -1,7 +1,7 @@
 //! `chainsig bench --kem ctru` through the built binary: the CPU figures always, the GPU part or one
 //! line saying why not, and the JSON fields the plot and BENCHMARKS.md read.
 
-mod common;
+use crate::common;
 use common::{chainsig, TempDir};
 
 #[test]

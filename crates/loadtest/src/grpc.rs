@@ -13,9 +13,10 @@
 //! and its sender recovered. Requests still outstanding when the stream breaks, or when no answer
 //! comes within `--timeout-ms`, are lost.
 
-use crate::loadtest::{
-    finish, first_account, histogram, Plan, Report, Tally, FULL_CHECK_EVERY, MAX_LATENCY_US,
-};
+use crate::args::Plan;
+use crate::connection::first_account;
+use crate::report::{finish, histogram, Report, Tally, MAX_LATENCY_US};
+use crate::work::FULL_CHECK_EVERY;
 use alloy_primitives::{keccak256, Address};
 use anyhow::Context;
 use chainsig_server::grpc::pb;

@@ -12,7 +12,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::sync::OnceLock;
 
-mod slow;
+use crate::slow;
 
 /// The ECDSA curves, each with its host build and algorithm.
 const CURVES: [(HostCurve, Algorithm); 2] = [

@@ -1,7 +1,7 @@
 //! The HTTP surface over real sockets on 127.0.0.1: every endpoint, authentication, error codes,
 //! signatures that decode and recover, and concurrent clients.
 
-mod common;
+use crate::common;
 #[path = "http/eth_rpc.rs"]
 mod eth_rpc;
 

@@ -37,7 +37,7 @@
 #            must hold those modules (fill it here with the same variables set: the example
 #            `precompile`) or NVRTC compiles them on the machine.
 set -uo pipefail
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/.."
 export CHAINSIG_CACHE_DIR=$PWD/.carry/kcache
 B=./.carry/chainsig
 L=$OUT/log.txt
@@ -69,7 +69,7 @@ part_chunks() {
   for c in 1000 4096 7000 50000; do
     timeout 60 $B verify --backend cuda --chunk $c /tmp/a.jsonl > /tmp/va.jsonl 2>> "$L"
     echo "chunk $c:" | tee -a "$L"
-    python3 crates/cuda/ci/compare_verdicts.py /tmp/a.jsonl /tmp/va.jsonl 2>&1 | tee -a "$L"
+    python3 scripts/compare_verdicts.py /tmp/a.jsonl /tmp/va.jsonl 2>&1 | tee -a "$L"
   done
 }
 part_pairs() {
@@ -147,8 +147,8 @@ part_regs() {
   # Warps an SM holds against registers a thread: 16 warps at 128 registers (the default) against
   # blocks meant to fill an SM below it, and the defaults' small sizes after spread_small and
   # pairs to 16384. The H100 refused 544, 576 and 608 (at 120, 112 and 104 registers a scheduler
-  # still holds only 4 warps; results/h100_75be369_regs_log.txt); 20 and 24 warps need 96 and
-  # 80 registers (results/h100_75be369_adhoc_log.txt).
+  # still holds only 4 warps; results/gpu-verify/h100_75be369_regs_log.txt); 20 and 24 warps need 96 and
+  # 80 registers (results/gpu-verify/h100_75be369_adhoc_log.txt).
   tune() { bench_with regs "$@"; }
   local big=131072,172032,262144,1048576,2097152
   tune default "" sm2 1024,4096,8192,12288,16384,24576,32768,65536,$big

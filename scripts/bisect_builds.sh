@@ -7,7 +7,7 @@
 # commit (cargo build --release -p chainsig-cli; the commit's NVRTC test with CHAINSIG_CACHE_DIR
 # set fills its cache), chainsig (62495f9), chainsig_new (900175a), device_check_rec (bb20608) and
 # kcache/ filled for those with the same variables set.
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/.."
 L=$OUT/log.txt
 S=1024,4096,8192,65536,172032,1048576
 { date -u; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv; } 2>&1 | tee -a $L

@@ -1,5 +1,5 @@
 //! Compiles the CTRU-Prime kernel module with NVRTC for sm_90 and fails on register spills or a
-//! missing kernel. Needs libnvrtc (the `nvidia-cuda-nvrtc` wheel; crates/cuda/ci/nvrtc-check.sh) but no
+//! missing kernel. Needs libnvrtc (the `nvidia-cuda-nvrtc` wheel; .ci/nvrtc-check.sh) but no
 //! GPU. Without the library it prints why it skipped, unless CHAINSIG_REQUIRE_NVRTC=1, when it fails.
 
 use chainsig_ctru_cuda::kernel::{self, KERNEL_NAMES};

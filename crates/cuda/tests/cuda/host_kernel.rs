@@ -10,8 +10,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::sync::OnceLock;
 
-mod exhaustive;
-mod slow;
+use crate::slow;
 use slow::{add_mod, mul_mod_slow};
 
 fn p() -> Words {

@@ -2,7 +2,7 @@
 //! listener as HTTP): every method, errors naming the field, a long signing stream with malformed
 //! items mixed in, authentication, reflection, concurrent clients and the metrics.
 
-mod common;
+use crate::common;
 
 use alloy_primitives::{keccak256, Address};
 use chainsig_core::Algorithm;

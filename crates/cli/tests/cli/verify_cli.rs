@@ -1,6 +1,6 @@
 //! The `chainsig` binary end to end: gen → verify round trips, malformed lines, recover, bench.
 
-mod common;
+use crate::common;
 use common::chainsig;
 
 fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
@@ -635,7 +635,7 @@ fn answers_stream_while_input_is_still_open() {
 }
 
 /// The fuzz targets' entry functions (`fuzz/src/lib.rs`), shared so their corpora replay here.
-#[path = "../../../fuzz/src/lib.rs"]
+#[path = "../../../../fuzz/src/lib.rs"]
 mod fuzz_entries;
 
 #[test]

@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::TempDir;
 
 const KEY_46: &str = "4646464646464646464646464646464646464646464646464646464646464646";

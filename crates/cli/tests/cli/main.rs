@@ -1,0 +1,10 @@
+//! Integration tests, one binary: each module below was a test binary of its own; linking one
+//! binary instead of several is most of the saving in CI's test build. Filter by module, e.g.
+//! `cargo test -p chainsig-cli --test cli -- verify_cli::`.
+
+mod common; // helpers shared by the modules below
+mod eth_cli;
+mod kem_bench_cli;
+mod loadtest_cli;
+mod serve_cli;
+mod verify_cli;

@@ -1,0 +1,6 @@
+//! Integration tests, one binary: each module below was a test binary of its own; linking one
+//! binary instead of several is most of the saving in CI's test build. Filter by module, e.g.
+//! `cargo test -p chainsig-cpu --test cpu -- cross_check::`.
+
+mod cross_check;
+mod vectors;

@@ -1,0 +1,12 @@
+//! Integration tests, one binary: each module below was a test binary of its own; linking one
+//! binary instead of several is most of the saving in CI's test build. Filter by module, e.g.
+//! `cargo test -p chainsig-cuda --test cuda -- host_kernel::`.
+
+mod exhaustive; // every point and scalar of tiny groups, through the host build of the kernels
+mod gpu;
+mod host_ecdsa;
+mod host_kernel;
+mod host_signers;
+mod host_sm3;
+mod nvrtc;
+mod slow; // bit-serial references shared by host_kernel and host_ecdsa
