@@ -26,11 +26,11 @@
 
 use anyhow::{bail, Context};
 use chainsig_core::Algorithm;
-use chainsig_cpu::generate::{record, GenSpec};
 use chainsig_eth::keystore::{self, Kdf};
 use chainsig_eth::PrivateKey;
 use chainsig_server::batcher::BatcherConfig;
 use chainsig_server::{AppState, Limits};
+use chainsig_testkit::{record, GenSpec};
 use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;

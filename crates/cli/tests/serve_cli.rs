@@ -436,8 +436,8 @@ async fn grpc_sign(addr: SocketAddr) {
 /// corrupted one get the right verdicts.
 async fn grpc_verify(addr: SocketAddr) {
     use chainsig_core::Algorithm;
-    use chainsig_cpu::generate::{record, GenSpec};
     use chainsig_server::grpc::pb::{self, verifier_client::VerifierClient};
+    use chainsig_testkit::{record, GenSpec};
     let spec = GenSpec {
         alg: Algorithm::Secp256k1,
         seed: 3,

@@ -3,11 +3,9 @@
 //! - [`prepare`]: stage 1 for every backend (SEC1 decoding, hashing, Z_A cache).
 //! - [`CpuBackend`]: SM2, secp256k1 and P-256 verification on every core through rayon, 64
 //!   records (one verdict word) per task so threads never share a word.
-//! - [`generate`]: signed test data, valid and corrupted, for `chainsig gen`, benchmarks and tests.
 
 pub mod ecdsa_p256;
 pub mod ecdsa_secp256k1;
-pub mod generate;
 pub mod pipeline;
 pub mod prepare;
 pub mod sm2;

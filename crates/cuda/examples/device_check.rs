@@ -20,7 +20,8 @@ use chainsig_core::bitmap::Bitmap;
 use chainsig_cuda::backend::{CudaBackend, CudaConfig};
 use chainsig_cuda::kernel::{self, KernelConfig};
 use chainsig_cuda::sweep::{self, SweepRow};
-use chainsig_cuda::{host, testdata};
+use chainsig_cuda::{host, HostWords};
+use chainsig_testkit::sets as testdata;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -775,7 +776,7 @@ fn ecdsa_check(alg: Algorithm, count: usize, seed: u64, out: &std::path::Path) {
     use chainsig_core::backend::Backend;
     const REPS: usize = 9;
     let t = Instant::now();
-    let (records, verdicts) = chainsig_cuda::testdata_ecdsa::generate(alg, count, 4096, 100, seed);
+    let (records, verdicts) = testdata::generate_ecdsa(alg, count, 4096, 100, seed);
     let valid = verdicts.iter().filter(|v| v.any_s).count();
     let valid_low = verdicts.iter().filter(|v| v.low_s).count();
     println!(

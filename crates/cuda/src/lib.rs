@@ -9,11 +9,10 @@ pub mod backend;
 pub mod codegen;
 pub mod host;
 pub mod kernel;
+pub mod known_answers;
 pub mod messages;
 pub mod signers;
 pub mod sweep;
-pub mod testdata;
-pub mod testdata_ecdsa;
 
 /// How s·G + t·P is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -54,9 +53,13 @@ impl Inversion {
     }
 }
 
-impl testdata::Record {
-    /// The record as the kernels' little-endian words.
-    pub fn host_words(&self) -> host::HostRecord {
+/// A prepared record as the kernels' little-endian words.
+pub trait HostWords {
+    fn host_words(&self) -> host::HostRecord;
+}
+
+impl HostWords for chainsig_core::PreparedItem {
+    fn host_words(&self) -> host::HostRecord {
         host::HostRecord {
             e: codegen::words_from_be(&self.e),
             r: codegen::words_from_be(&self.r),
