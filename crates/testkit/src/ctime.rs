@@ -95,9 +95,15 @@ const CONTEXT_DECLASSIFY: u32 = 1 | (1 << 10);
 pub fn secp256k1_signing(rounds: usize) -> Result<usize, String> {
     use k256::ecdsa::{RecoveryId, Signature, SigningKey, VerifyingKey};
     use secp256k1::ffi;
+    // libsecp256k1 refuses the declassify flag outside memcheck (and aborts under memcheck when
+    // it was built without -DVALGRIND, saying so).
+    let declassify_flag = if chainsig_core::checkmem::running_on_valgrind() {
+        CONTEXT_DECLASSIFY
+    } else {
+        0
+    };
     // SAFETY: a fresh context, destroyed below and not used after; the wrapper is ManuallyDrop.
-    let raw =
-        unsafe { ffi::secp256k1_context_create(ffi::SECP256K1_START_SIGN | CONTEXT_DECLASSIFY) };
+    let raw = unsafe { ffi::secp256k1_context_create(ffi::SECP256K1_START_SIGN | declassify_flag) };
     let mut secp = unsafe { secp256k1::Secp256k1::from_raw_signing_only(raw) };
     let mut rng = ChaCha20Rng::seed_from_u64(0xc7_256b);
     // Blinding from a secret seed, as the service's thread contexts are randomised.

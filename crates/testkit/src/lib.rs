@@ -73,3 +73,6 @@ pub use records::{
     pool_public_keys, prepared_items, prepared_items_in_pool, record, record_in_pool, GenSpec,
     GeneratedRecord,
 };
+
+#[cfg(test)]
+mod tests;
