@@ -1,7 +1,6 @@
 //! RustCrypto references in chainsig-cuda's word layout, for its kernel tests (feature `cuda`).
 
 use chainsig_cuda::codegen::{words_from_be, Words};
-use sm2::elliptic_curve::ff::Field;
 
 /// A point's affine coordinates as the kernels hold them: 8 little-endian words each.
 pub fn affine_words(pt: &sm2::AffinePoint) -> (Words, Words) {
