@@ -8,13 +8,16 @@ use rand::RngCore;
 use rand_chacha::ChaCha20Rng;
 use sm2::elliptic_curve::ff::{Field, PrimeField};
 
+/// Affine coordinates (x, y), big-endian.
+type Point = ([u8; 32], [u8; 32]);
+
 fn random_bytes(rng: &mut ChaCha20Rng) -> [u8; 32] {
     let mut b = [0u8; 32];
     rng.fill_bytes(&mut b);
     b
 }
 
-fn item(e: [u8; 32], sig: [u8; 64], key: ([u8; 32], [u8; 32])) -> PreparedItem {
+fn item(e: [u8; 32], sig: [u8; 64], key: Point) -> PreparedItem {
     PreparedItem {
         e,
         r: sig[..32].try_into().expect("64 bytes"),
@@ -64,7 +67,7 @@ pub fn sm2(keys: &[Signer], rng: &mut ChaCha20Rng) -> Vec<PreparedItem> {
         sm2_affine(&-sm2::ProjectivePoint::GENERATOR),
         -sm2::Scalar::ONE,
     );
-    let mut infinity_keys: Vec<(([u8; 32], [u8; 32]), sm2::Scalar)> = [k0, &one, k1, k2]
+    let mut infinity_keys: Vec<(Point, sm2::Scalar)> = [k0, &one, k1, k2]
         .iter()
         .map(|k| (k.public_xy(), d_of(k)))
         .collect();
