@@ -5,9 +5,9 @@
 use chainsig::*;
 use chainsig_core::record::{Payload, VerifyRecord, DEFAULT_SM2_ID};
 use chainsig_core::{Algorithm, RecordError};
-use chainsig_cpu::generate::{record, GenSpec, GeneratedRecord};
 use chainsig_cpu::pipeline::{verify_records, Verdict};
 use chainsig_cpu::prepare::Preparer;
+use chainsig_testkit::{record, GenSpec, GeneratedRecord};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::ffi::{CStr, CString};
@@ -915,7 +915,7 @@ fn the_gpu_gives_the_cpus_verdicts() {
             msg_len: 60,
         };
         for i in 0..5000u64 {
-            let g = chainsig_cpu::generate::record_in_pool(&spec, i, signers);
+            let g = chainsig_testkit::record_in_pool(&spec, i, signers);
             rows.push(row_of(&g, i % 3 == 0, None));
         }
     }
@@ -934,7 +934,7 @@ fn the_gpu_gives_the_cpus_verdicts() {
         invalid_ratio: 0.2,
         msg_len: 60,
     };
-    let keys: Vec<u8> = chainsig_cpu::generate::pool_public_keys(&spec, signers).concat();
+    let keys: Vec<u8> = chainsig_testkit::pool_public_keys(&spec, signers).concat();
     for ctx in [&cuda, &auto] {
         let code = unsafe { cs_load_signers(ctx.0, keys.as_ptr(), signers as usize) };
         assert_eq!(code, CS_OK, "{}", last_error(ctx.0));

@@ -8,7 +8,7 @@
 
 use crate::backends;
 use chainsig_core::{Algorithm, Batch, PreparedItem};
-use chainsig_cpu::generate::{pool_public_keys, prepared_items_in_pool, GenSpec};
+use chainsig_testkit::{pool_public_keys, prepared_items_in_pool, GenSpec};
 use clap::builder::RangedU64ValueParser;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -204,7 +204,7 @@ fn spec(alg: Algorithm) -> GenSpec {
 /// in turn, and the verdict each should get.
 fn signed_items(alg: Algorithm, n: usize, signers: u64) -> (Vec<PreparedItem>, Vec<bool>) {
     if signers == 0 {
-        chainsig_cpu::generate::prepared_items(&spec(alg), n)
+        chainsig_testkit::prepared_items(&spec(alg), n)
     } else {
         prepared_items_in_pool(&spec(alg), n, signers)
     }

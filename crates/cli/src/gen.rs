@@ -1,7 +1,7 @@
 //! `chainsig gen`: signed records in the `verify` format, with `"expect"`, reproducible by seed.
 
-use chainsig_core::{der, Algorithm};
-use chainsig_cpu::generate::{pool_public_keys, record, record_in_pool, GenSpec, GeneratedRecord};
+use chainsig_core::Algorithm;
+use chainsig_testkit::{pool_public_keys, record, record_in_pool, GenSpec};
 use clap::builder::RangedU64ValueParser;
 use rayon::prelude::*;
 use std::io::Write;
@@ -25,8 +25,8 @@ pub struct GenArgs {
     /// Number of records (at most 4294967296).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     count: u64,
-    /// Share of records corrupted (flipped bits in r, s, message or key; r or s out of range;
-    /// another signer's key).
+    /// Share of records corrupted (the kinds are listed in docs/formats.md: flipped bits, r or s
+    /// out of range, r and s swapped, another message, another signer's key, ...).
     #[arg(long, default_value_t = 0.1)]
     invalid_ratio: f64,
     #[arg(long, default_value_t = 1)]
@@ -85,8 +85,8 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
         let lines: Vec<String> = (start..end)
             .into_par_iter()
             .map(|i| match args.signers {
-                0 => to_line(&record(&spec, i), i),
-                n => to_line(&record_in_pool(&spec, i, n), i),
+                0 => record(&spec, i).to_json_line(i),
+                n => record_in_pool(&spec, i, n).to_json_line(i),
             })
             .collect();
         for line in lines {
@@ -96,27 +96,4 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// One record as a JSON line; every fourth signature is written as DER, the rest as r‖s.
-fn to_line(rec: &GeneratedRecord, index: u64) -> String {
-    let sig_field = if index % 4 == 3 {
-        let (r, s) = rec.sig.split_at(32);
-        format!(
-            r#""sig_der":"{}""#,
-            hex::encode(der::encode_signature(
-                r.try_into().unwrap(),
-                s.try_into().unwrap()
-            ))
-        )
-    } else {
-        format!(r#""sig":"{}""#, hex::encode(rec.sig))
-    };
-    format!(
-        r#"{{"alg":"{}","pubkey":"{}","msg":"{}",{sig_field},"expect":{}}}"#,
-        rec.alg,
-        hex::encode(&rec.pubkey),
-        hex::encode(&rec.msg),
-        rec.expect_valid()
-    )
 }

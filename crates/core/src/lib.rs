@@ -9,6 +9,7 @@ pub mod backend;
 pub mod batch;
 pub mod be256;
 pub mod bitmap;
+pub mod checkmem;
 pub mod curve;
 pub mod der;
 pub mod error;

@@ -5,7 +5,7 @@
 //! `cargo bench -p chainsig-cpu --bench lanes` (add `-- 8192` for another batch size).
 
 use chainsig_core::{Algorithm, PreparedItem};
-use chainsig_cpu::generate::{prepared_items, GenSpec};
+use chainsig_testkit::{prepared_items, GenSpec};
 use chainsig_cpu::{lanes, verify_item};
 use std::time::Instant;
 

@@ -1,6 +1,6 @@
 //! Per-core verification and signing cost of each algorithm (criterion; one thread).
 use chainsig_core::{Algorithm, Batch};
-use chainsig_cpu::generate::{prepared_items, record, GenSpec};
+use chainsig_testkit::{prepared_items, record, GenSpec};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn bench(c: &mut Criterion) {

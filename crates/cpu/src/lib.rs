@@ -3,11 +3,9 @@
 //! - [`prepare`]: stage 1 for every backend (SEC1 decoding, hashing, Z_A cache).
 //! - [`CpuBackend`]: SM2, secp256k1 and P-256 verification on every core through rayon, in
 //!   groups of eight records on AVX-512 IFMA ([`lanes`]) or one record at a time otherwise.
-//! - [`generate`]: signed test data, valid and corrupted, for `chainsig gen`, benchmarks and tests.
 
 pub mod ecdsa_p256;
 pub mod ecdsa_secp256k1;
-pub mod generate;
 pub mod lanes;
 pub mod pipeline;
 pub mod prepare;

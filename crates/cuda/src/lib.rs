@@ -19,7 +19,7 @@
 //! - [`host`]: the kernels' arithmetic compiled for the host (tests and table building).
 //! - [`signers`]: known signers' tables, their index and batches.
 //! - [`messages`]: staging of messages for the SM3 kernel.
-//! - [`testdata`], [`testdata_ecdsa`]: generated records with reference verdicts.
+//! - [`known_answers`]: the embedded records and verdicts of the ECDSA start-up self-test.
 //! - `hooks` (the `bench` feature): timing and test hooks for chainsig-bench.
 
 pub mod backend;
@@ -30,13 +30,12 @@ mod engine;
 mod hooks;
 pub mod host;
 pub mod kernels;
+pub mod known_answers;
 mod launch;
 pub mod messages;
 pub mod signers;
 pub mod stage;
 pub mod startup;
-pub mod testdata;
-pub mod testdata_ecdsa;
 
 pub use backend::{CudaBackend, Ticket, NAME};
 pub use config::CudaConfig;
@@ -83,9 +82,13 @@ impl Inversion {
     }
 }
 
-impl testdata::Record {
-    /// The record as the kernels' little-endian words.
-    pub fn host_words(&self) -> host::HostRecord {
+/// A prepared record as the kernels' little-endian words.
+pub trait HostWords {
+    fn host_words(&self) -> host::HostRecord;
+}
+
+impl HostWords for chainsig_core::PreparedItem {
+    fn host_words(&self) -> host::HostRecord {
         host::HostRecord {
             e: codegen::words_from_be(&self.e),
             r: codegen::words_from_be(&self.r),

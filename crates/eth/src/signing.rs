@@ -14,6 +14,11 @@
 //! machine, load 3): 34.5 µs against 57.9 µs per signature, so re-randomising every time would cost
 //! about 68 % more; once per 4,096 signatures it costs about 0.02 %. Randomisation never changes a signature:
 //! nonces are RFC 6979 and libsecp256k1 always returns the low-s form.
+//!
+//! Constant time: CI runs [`sign_recoverable_in`] (libsecp256k1's signing with our RFC 6979 nonce
+//! function, in a randomised context) under valgrind with the secret key and the randomisation
+//! seed marked secret; memcheck reports any branch or memory address that depends on them
+//! (chainsig-testkit's `ctime`, RELIABILITY.md, "Constant time").
 
 use alloy_primitives::{Address, Signature, B256, U256};
 use rand::RngCore;
@@ -84,22 +89,44 @@ pub fn sign_prehash(secret: &SecretKey, hash: &B256) -> Signature {
             ctx.randomise();
         }
         ctx.left -= 1;
-        let mut raw = ffi::recovery::RecoverableSignature::new();
-        // SAFETY: a live context, 65 writable bytes, a 32-byte hash, a valid secret key, and a nonce
-        // function with libsecp256k1's signature that reads and writes only what it is given.
-        let ok = unsafe {
-            ffi::recovery::secp256k1_ecdsa_sign_recoverable(
-                ctx.secp.ctx().as_ptr(),
-                &mut raw,
-                hash.as_ptr(),
-                secret.as_c_ptr(),
-                Some(crate::rfc6979::nonce_function),
-                ptr::null(),
-            )
-        };
-        assert_eq!(ok, 1, "libsecp256k1 signs any valid key and hash");
-        RecoverableSignature::from(raw)
+        sign_recoverable_in(&ctx.secp, secret, hash)
     });
+    signature_of(&recoverable)
+}
+
+/// The secret-handling half of [`sign_prehash`] in a given context: libsecp256k1's
+/// `secp256k1_ecdsa_sign_recoverable` with our RFC 6979 nonce function. Separate so that the
+/// constant-time check (chainsig-testkit's `ctime`) can run it in a context made with
+/// libsecp256k1's declassify flag and mark its output public before [`signature_of`].
+pub fn sign_recoverable_in<C: secp256k1::Signing>(
+    secp: &Secp256k1<C>,
+    secret: &SecretKey,
+    hash: &B256,
+) -> RecoverableSignature {
+    let mut raw = ffi::recovery::RecoverableSignature::new();
+    // SAFETY: a live context, 65 writable bytes, a 32-byte hash, a valid secret key, and a nonce
+    // function with libsecp256k1's signature that reads and writes only what it is given.
+    let ok = unsafe {
+        ffi::recovery::secp256k1_ecdsa_sign_recoverable(
+            secp.ctx().as_ptr(),
+            &mut raw,
+            hash.as_ptr(),
+            secret.as_c_ptr(),
+            Some(crate::rfc6979::nonce_function),
+            ptr::null(),
+        )
+    };
+    // The result carries the secret key's validity bit: public by design, declared so before
+    // the branch, as libsecp256k1's own constant-time test does.
+    assert!(
+        chainsig_core::checkmem::public_bit(ok == 1),
+        "libsecp256k1 signs any valid key and hash"
+    );
+    RecoverableSignature::from(raw)
+}
+
+/// r, s and the recovery parity of a public signature.
+pub fn signature_of(recoverable: &RecoverableSignature) -> Signature {
     let (recid, rs) = recoverable.serialize_compact();
     Signature::from_bytes_and_parity(&rs, i32::from(recid) == 1)
 }

@@ -7,7 +7,7 @@
 //! generator's.
 
 use crate::args::Plan;
-use chainsig_cpu::generate::{record, GenSpec};
+use chainsig_testkit::{record, GenSpec};
 use rayon::prelude::*;
 use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};

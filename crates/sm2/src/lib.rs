@@ -13,7 +13,12 @@
 //!
 //! Verification is variable time (its inputs are public). Key generation, public-key derivation
 //! and signing run in constant time in the secret values: a fixed-base comb with masked table
-//! lookups, Fermat inversions, and branch-free field and scalar arithmetic.
+//! lookups, Fermat inversions, and branch-free field and scalar arithmetic. The only decisions
+//! taken on secrets are accept/reject bits (a secret key out of range, a nonce that gives no
+//! signature), each declared public through `chainsig_core::checkmem`. CI checks this: the
+//! `ctime` program of chainsig-testkit marks the key and nonce secret and runs signing under
+//! valgrind's memcheck, which reports any branch or memory address that depends on them
+//! (RELIABILITY.md, "Constant time").
 
 #[macro_use]
 mod public_key;
@@ -35,6 +40,7 @@ use scalar::Scalar;
 use sm3::{Digest, Sm3};
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
+use chainsig_core::checkmem;
 use chainsig_core::curve::SM2;
 
 /// Why a key was rejected.
@@ -145,17 +151,17 @@ impl SecretKey {
     pub fn from_bytes(bytes: &[u8; 32]) -> Result<SecretKey, KeyError> {
         let mut value = Zeroizing::new(limbs::from_be_bytes(bytes));
         let n_minus_1 = limbs::sub(&scalar::N.m, &[1, 0, 0, 0]).0;
-        // Both checks are branch-free; only the accept/reject bit is revealed.
+        // Both checks are branch-free; only the accept/reject bit is revealed (declared public
+        // for the constant-time check).
         let in_range = !limbs::is_zero(&value) & limbs::lt(&value, &n_minus_1);
-        if !in_range {
+        if !checkmem::public_bit(in_range) {
             return Err(KeyError::SecretOutOfRange);
         }
         let d = Scalar::new(*value);
         value.zeroize();
         let d_plus_1_inv = d.add(&Scalar::ONE).invert();
-        let point = point::mul_base_ct::<Sm2>(&d.0)
-            .to_affine()
-            .expect("d in [1, n-1] gives a finite point");
+        // d in [1, n − 2] gives a finite point: no branch on its (secret) Z.
+        let point = point::mul_base_ct::<Sm2>(&d.0).to_affine_finite();
         Ok(SecretKey {
             d,
             d_plus_1_inv,
@@ -245,20 +251,26 @@ pub fn sign_prehashed(key: &SecretKey, e: &[u8; 32], rng: &mut impl RngCore) -> 
 
 /// Signs the prehashed e with the nonce k (big-endian). `None` when k is not in [1, n−1] or gives
 /// r = 0, r + k = n or s = 0.
+///
+/// Constant time in d and k: every step runs whatever the values, and the one decision, whether
+/// this k gives a signature, is revealed as a single bit, as libsecp256k1 reveals its own.
 pub fn sign_prehashed_with_nonce(key: &SecretKey, e: &[u8; 32], k: &[u8; 32]) -> Option<[u8; 64]> {
-    let k = Zeroizing::new(Scalar::from_bytes(k)?);
-    if k.is_zero() {
-        return None;
-    }
-    let point = point::mul_base_ct::<Sm2>(&k.0).to_affine()?;
+    let k_int = Zeroizing::new(limbs::from_be_bytes(k));
+    let k_ok = !limbs::is_zero(&k_int) & limbs::lt(&k_int, &scalar::N.m);
+    // An unusable k is replaced by 1 so the same work is done; its result is thrown away below.
+    let k = Zeroizing::new(Scalar::new(limbs::select(
+        u64::from(k_ok).wrapping_neg(),
+        &k_int,
+        &[1, 0, 0, 0],
+    )));
+    // k in [1, n − 1] gives a finite point: no branch on its (secret) Z.
+    let point = point::mul_base_ct::<Sm2>(&k.0).to_affine_finite();
     let x1 = Scalar::reduce(&point.x.to_int());
     let r = Scalar::reduce_bytes(e).add(&x1);
-    if r.is_zero() || r.add(&k).is_zero() {
-        return None;
-    }
     // s = (1 + d)⁻¹ · (k − r·d)
     let s = key.d_plus_1_inv.mul(&k.sub(&r.mul(&key.d)));
-    if s.is_zero() {
+    let signs = k_ok & !r.is_zero() & !r.add(&k).is_zero() & !s.is_zero();
+    if !checkmem::public_bit(signs) {
         return None;
     }
     let mut out = [0u8; 64];

@@ -79,6 +79,17 @@ pub(crate) const fn select(mask: u64, a: &Limbs, b: &Limbs) -> Limbs {
     ]
 }
 
+/// `mask` (all ones or zero) hidden from the optimiser. Where LLVM can prove a value is all ones
+/// or zero it may turn the masked selection above into a conditional move or a branch on it, as
+/// valgrind's memcheck found in the fixed-base comb's table scan (RELIABILITY.md, "Constant
+/// time"); through `subtle`'s optimisation barrier the mask is an opaque value and the selection
+/// stays arithmetic. For masks computed from secrets.
+#[inline(always)]
+pub(crate) fn opaque_mask(mask: u64) -> u64 {
+    use subtle::ConditionallySelectable;
+    u64::conditional_select(&0, &u64::MAX, subtle::Choice::from((mask & 1) as u8))
+}
+
 /// a < b, computed without branching on the values.
 #[inline(always)]
 pub(crate) const fn lt(a: &Limbs, b: &Limbs) -> bool {

@@ -228,16 +228,23 @@ impl<C: Curve> Jacobian<C> {
     }
 
     /// The affine point, or `None` at infinity. Uses the constant-time inversion.
+    #[cfg(test)]
     pub(crate) fn to_affine(self) -> Option<Affine<C>> {
         if self.is_infinity() {
             return None;
         }
+        Some(self.to_affine_finite())
+    }
+
+    /// The affine point of a point known to be finite, without a branch on Z (a secret point's
+    /// Z is secret); meaningless at infinity. Constant time.
+    pub(crate) fn to_affine_finite(self) -> Affine<C> {
         let z_inv = self.z.invert();
         let z_inv2 = z_inv.square();
-        Some(Affine {
+        Affine {
             x: self.x.mul(&z_inv2),
             y: self.y.mul(&z_inv2).mul(&z_inv),
-        })
+        }
     }
 
     fn select(mask: u64, a: &Jacobian<C>, b: &Jacobian<C>) -> Jacobian<C> {
@@ -440,7 +447,7 @@ pub(crate) fn mul_base_ct<C: Curve>(k: &Limbs) -> Jacobian<C> {
             h[3] >> 1,
         ]
     };
-    let negate = limbs::sub(&half, k).1.wrapping_neg();
+    let negate = limbs::opaque_mask(limbs::sub(&half, k).1.wrapping_neg());
     let k_neg = limbs::sub(&C::N.m, k).0;
     let k = limbs::select(negate, &k_neg, k);
 
@@ -458,20 +465,20 @@ pub(crate) fn mul_base_ct<C: Curve>(k: &Limbs) -> Jacobian<C> {
     let mut acc_is_infinity = u64::MAX;
     for (window, &digit) in table.iter().zip(digits.iter()) {
         // |digit| and its sign without branches.
-        let sign = (digit >> 63) as u64; // all ones when negative
+        let sign = limbs::opaque_mask((digit >> 63) as u64); // all ones when negative
         let magnitude = ((digit as u64) ^ sign).wrapping_sub(sign);
         let mut q = Affine {
             x: FieldElement::<C>::ZERO,
             y: FieldElement::<C>::ZERO,
         };
         for (j, entry) in window.iter().enumerate() {
-            let hit = limbs::zero_mask(&[magnitude ^ (j as u64 + 1), 0, 0, 0]);
+            let hit = limbs::opaque_mask(limbs::zero_mask(&[magnitude ^ (j as u64 + 1), 0, 0, 0]));
             q.x = FieldElement::<C>::select(hit, &entry.x, &q.x);
             q.y = FieldElement::<C>::select(hit, &entry.y, &q.y);
         }
         q.y = FieldElement::<C>::select(sign, &q.y.neg(), &q.y);
         let (sum, _, _) = acc.add_affine_unchecked(&q);
-        let nonzero = !limbs::zero_mask(&[magnitude, 0, 0, 0]);
+        let nonzero = limbs::opaque_mask(!limbs::zero_mask(&[magnitude, 0, 0, 0]));
         let candidate = Jacobian::select(acc_is_infinity, &q.to_jacobian(), &sum);
         acc = Jacobian::select(nonzero, &candidate, &acc);
         acc_is_infinity &= !nonzero;

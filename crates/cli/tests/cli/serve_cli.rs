@@ -439,8 +439,8 @@ async fn grpc_sign(addr: SocketAddr) {
 /// corrupted one get the right verdicts.
 async fn grpc_verify(addr: SocketAddr) {
     use chainsig_core::Algorithm;
-    use chainsig_cpu::generate::{record, GenSpec};
     use chainsig_server::grpc::pb::{self, verifier_client::VerifierClient};
+    use chainsig_testkit::{record, GenSpec};
     let spec = GenSpec {
         alg: Algorithm::Secp256k1,
         seed: 3,
@@ -507,8 +507,8 @@ fn verify_only_serves_verification_without_keys() {
     assert!(body.contains("--verify-only"), "{body}");
     assert!(body.contains("-32000"), "{body}");
     // Verification answers as with keys.
-    let record = chainsig_cpu::generate::record(
-        &chainsig_cpu::generate::GenSpec {
+    let record = chainsig_testkit::record(
+        &chainsig_testkit::GenSpec {
             alg: chainsig_core::Algorithm::P256,
             seed: 8,
             invalid_ratio: 0.0,

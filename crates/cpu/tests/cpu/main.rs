@@ -3,4 +3,5 @@
 //! `cargo test -p chainsig-cpu --test cpu -- cross_check::`.
 
 mod cross_check;
+mod lanes; // the AVX-512 IFMA lanes against the one-at-a-time path
 mod vectors;

@@ -17,11 +17,6 @@ use chainsig_gpu::{device_err, DevBuf};
 /// Operand pairs of the field self-test run at every open (edge values first, then random).
 pub(super) const SELF_TEST_ITEMS: usize = 4096;
 
-/// Fresh records verified at an ECDSA module's load and compared with RustCrypto's (`p256`,
-/// `k256`), edge cases included: a kernel that has not yet run on a given GPU never gives a
-/// verdict unchecked.
-const ECDSA_SELF_TEST_ITEMS: usize = 512;
-
 impl Engine {
     /// The SM2 module's field arithmetic against the host build's: a product miscompiled for this
     /// device must never produce a verdict.
@@ -95,23 +90,24 @@ impl Engine {
             .collect())
     }
 
-    /// Verifies fresh records of `alg` (edge cases first) under both rules and compares with the
-    /// reference's verdicts.
+    /// Verifies the known-answer records of `alg` (known_answers.rs: edge cases and generated
+    /// records, valid and corrupted) under both rules and compares with their recorded verdicts:
+    /// a kernel that has not yet run on a given GPU never gives a verdict unchecked.
     pub(crate) fn ecdsa_self_test(&mut self, alg: Algorithm) -> Result<(), BackendError> {
         let (records, verdicts) =
-            crate::testdata_ecdsa::generate(alg, ECDSA_SELF_TEST_ITEMS, 64, 150, 0xec05a);
+            crate::known_answers::ecdsa(alg);
         for low_s in [false, true] {
-            let batch = crate::testdata::batch_for(alg, low_s, &records);
+            let batch = crate::known_answers::batch(alg, low_s, &records);
             let map = self.run(Work::Ecdsa(&batch))?;
             if let Some(i) = (0..records.len()).find(|&i| map.get(i) != verdicts[i].get(low_s)) {
                 return Err(unavailable(format!(
-                    "the GPU's {alg} ECDSA verdict on self-test record {i} (low-s {low_s}) differs from RustCrypto's"
+                    "the GPU's {alg} ECDSA verdict on self-test record {i} (low-s {low_s}) differs from its known answer"
                 )));
             }
         }
         // Recovery of the same records under both ids, against the host build (which CI checks
         // against libsecp256k1).
-        let items = crate::testdata_ecdsa::recovery_items(&records);
+        let items = crate::known_answers::recovery_items(&records);
         let out = self.pipeline(&[Work::Recover(alg, &items)])?;
         let host = ecdsa_host_curve(alg)?.ecdsa().expect("an ECDSA curve");
         let gtab = ecdsa_gtable(alg)?;

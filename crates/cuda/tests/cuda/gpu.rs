@@ -4,9 +4,9 @@
 //! of chainsig-bench runs these paths at scale on the H200).
 
 use chainsig_core::backend::Backend;
-use chainsig_cuda::testdata;
 use chainsig_cuda::{CudaBackend, CudaConfig};
 use chainsig_gpu::driver_available;
+use chainsig_testkit::sets as testdata;
 
 fn backend_or_skip() -> Option<CudaBackend> {
     if !driver_available() {
@@ -53,14 +53,9 @@ fn gpu_hashed_messages_give_the_references_verdicts() {
 fn gpu_recovery_finds_the_senders_the_cpu_finds() {
     let Some(gpu) = backend_or_skip() else { return };
     assert!(gpu.recovers());
-    let (records, _) = chainsig_cuda::testdata_ecdsa::generate(
-        chainsig_core::Algorithm::Secp256k1,
-        3000,
-        64,
-        200,
-        0x6e54,
-    );
-    let items = chainsig_cuda::testdata_ecdsa::recovery_items(&records);
+    let (records, _) =
+        testdata::generate_ecdsa(chainsig_core::Algorithm::Secp256k1, 3000, 64, 200, 0x6e54);
+    let items = testdata::recovery_items(&records);
     let got = gpu.recover_batch(&items).expect("recover");
     let want = chainsig_cpu::CpuBackend::new()
         .recover_batch(&items)
@@ -79,7 +74,7 @@ fn gpu_ecdsa_verdicts_equal_rustcryptos_under_both_rules() {
         chainsig_core::Algorithm::Secp256k1,
     ] {
         assert!(gpu.supports(alg));
-        let (records, want) = chainsig_cuda::testdata_ecdsa::generate(alg, 5000, 64, 200, 0x6e53);
+        let (records, want) = testdata::generate_ecdsa(alg, 5000, 64, 200, 0x6e53);
         for low_s in [false, true] {
             let batch = testdata::batch_for(alg, low_s, &records);
             let got = gpu.verify_batch(&batch).expect("verify");

@@ -7,7 +7,8 @@
 use chainsig_core::Algorithm;
 use chainsig_cuda::codegen::{ge, sub, words_from_be, Words};
 use chainsig_cuda::host::{self, EcdsaHost, HostCurve, Modulus};
-use chainsig_cuda::testdata_ecdsa::generate;
+use chainsig_cuda::HostWords;
+use chainsig_testkit::sets::generate_ecdsa as generate;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::sync::OnceLock;
@@ -304,9 +305,49 @@ fn verification_decides_as_rustcrypto_decides_on_random_corrupted_and_edge_recor
     }
 }
 
+/// The GPU self-test's embedded known answers (src/known_answers.rs): RustCrypto gives every
+/// record the recorded verdicts, the host build of the kernels agrees, and the set holds valid,
+/// invalid and valid-only-without-low-s records.
+#[test]
+fn known_answers_agree_with_rustcrypto_and_the_host_build() {
+    for (curve, alg) in CURVES {
+        let (records, recorded) = chainsig_cuda::known_answers::ecdsa(alg);
+        assert!(
+            records.len() >= 40,
+            "{alg}: {} known answers",
+            records.len()
+        );
+        let (h, gtab) = (host_of(curve), gtable(curve));
+        for (i, (rec, want)) in records.iter().zip(&recorded).enumerate() {
+            let reference = chainsig_testkit::curves::reference_verdicts(alg, rec);
+            assert_eq!(
+                (reference.any_s, reference.low_s),
+                (want.any_s, want.low_s),
+                "{alg}: known answer {i} against RustCrypto"
+            );
+            for low_s in [false, true] {
+                assert_eq!(
+                    h.verify(low_s, &rec.host_words(), gtab),
+                    want.get(low_s),
+                    "{alg}: known answer {i}, low_s {low_s}, host build"
+                );
+            }
+        }
+        let count = |f: &dyn Fn(&chainsig_cuda::known_answers::Verdicts) -> bool| {
+            recorded.iter().filter(|v| f(v)).count()
+        };
+        assert!(count(&|v| v.low_s) >= 8, "{alg}: valid records");
+        assert!(count(&|v| !v.any_s) >= 15, "{alg}: invalid records");
+        assert!(
+            count(&|v| v.any_s && !v.low_s) >= 3,
+            "{alg}: high-s records"
+        );
+    }
+}
+
 #[test]
 fn edge_cases_are_decided_as_expected() {
-    // generate puts its edge cases first, in a fixed order (testdata_ecdsa.rs): 0 valid; 1-6 r or
+    // generate puts its edge cases first, in a fixed order (chainsig_testkit::edges): 0 valid; 1-6 r or
     // s out of range; 7 the high s of 0; 8-11 the sum at infinity; 12-15 u1 G = u2 Q, valid;
     // 16-17 P = G and P = -G, valid; 18-20 digests 1..1, 0 and n, valid.
     let want_any = [
@@ -343,7 +384,7 @@ fn recovery_finds_the_keys_libsecp256k1_finds() {
     let (h, gtab) = (host_of(curve), gtable(curve));
     let (records, verdicts) = generate(Algorithm::Secp256k1, 600, 32, 250, 36);
     let mut rng = ChaCha20Rng::seed_from_u64(37);
-    let mut items = chainsig_cuda::testdata_ecdsa::recovery_items(&records);
+    let mut items = chainsig_testkit::sets::recovery_items(&records);
     // Ids 2 and 3 (x = r + n) are refused; random r are no point's x about half the time.
     for id in [2, 3] {
         items.push(RecoverItem {

@@ -4,8 +4,10 @@
 
 use chainsig_cuda::codegen::{ge, sub, words_from_be, Words};
 use chainsig_cuda::host;
-use chainsig_cuda::testdata::{affine_words, generate, reference_verify, table_entry_reference};
+use chainsig_cuda::HostWords;
 use chainsig_cuda::{Inversion, Mode};
+use chainsig_testkit::cuda::{affine_words, table_entry_reference};
+use chainsig_testkit::sets::{generate, reference_verify};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use std::sync::OnceLock;

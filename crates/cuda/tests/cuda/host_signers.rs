@@ -4,7 +4,9 @@
 
 use chainsig_cuda::host;
 use chainsig_cuda::signers::{SignerBatch, SignerIndex, SignerTables, UnknownSigner};
-use chainsig_cuda::testdata::{batch, generate, table_entry_reference, Record};
+use chainsig_cuda::HostWords;
+use chainsig_testkit::cuda::table_entry_reference;
+use chainsig_testkit::sets::{batch, generate, Record};
 use std::sync::OnceLock;
 
 fn gtable() -> &'static [u32] {
@@ -190,7 +192,7 @@ fn a_split_batch_keeps_every_record_once_and_its_verdict() {
     }
     for (k, &i) in split.others_at.iter().enumerate() {
         let item = split.others.item(k);
-        let w = chainsig_cuda::testdata::Record {
+        let w = chainsig_testkit::sets::Record {
             e: item.e,
             r: item.r,
             s: item.s,

@@ -70,7 +70,8 @@ fn gpu_sm3_reproduces_every_recommended_curve_vectors_digest() {
 /// kernels' fast mode; every verdict must equal RustCrypto's, which hashes the message itself.
 #[test]
 fn staged_messages_hashed_and_verified_by_the_kernel_code_match_the_reference() {
-    use chainsig_cuda::{codegen::words_from_be, host, testdata, Inversion, Mode};
+    use chainsig_cuda::{codegen::words_from_be, host, Inversion, Mode};
+    use chainsig_testkit::sets as testdata;
     let (records, want) = testdata::generate_messages(600, 24, 400, 0x6e53);
     assert!(want.iter().any(|v| *v) && want.iter().any(|v| !*v));
     let batch = testdata::message_batch(&records, sm2_z_a);

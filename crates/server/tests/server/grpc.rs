@@ -6,11 +6,11 @@ use crate::common;
 
 use alloy_primitives::{keccak256, Address};
 use chainsig_core::Algorithm;
-use chainsig_cpu::generate::{record, GenSpec};
 use chainsig_eth::PrivateKey;
 use chainsig_server::grpc::pb;
 use chainsig_server::grpc::pb::signer_client::SignerClient;
 use chainsig_server::grpc::pb::verifier_client::VerifierClient;
+use chainsig_testkit::{record, GenSpec};
 use common::{bearer, grpc_channel, Options, TestServer, EIP1559_KEY, EIP155_KEY};
 use serde_json::json;
 use tonic::Code;

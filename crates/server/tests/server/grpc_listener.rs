@@ -7,13 +7,13 @@
 use crate::common;
 
 use chainsig_core::Algorithm;
-use chainsig_cpu::generate::{record, GenSpec};
 use chainsig_eth::PrivateKey;
 use chainsig_server::batcher::BatcherConfig;
 use chainsig_server::grpc::pb;
 use chainsig_server::grpc::pb::signer_client::SignerClient;
 use chainsig_server::grpc::pb::verifier_client::VerifierClient;
 use chainsig_server::{auth, keys, AppState, Limits, Listeners};
+use chainsig_testkit::{record, GenSpec};
 use common::{bearer, EIP155_KEY};
 use serde_json::json;
 use std::future::Future;

@@ -7,11 +7,11 @@ mod eth_rpc;
 
 use alloy_primitives::Address;
 use chainsig_core::{Algorithm, Backend, BackendError, Batch, Bitmap};
-use chainsig_cpu::generate::{record, GenSpec};
 use chainsig_eth::{decode_raw, recover_eip191, TxType};
 use chainsig_server::batcher::BatcherConfig;
 use chainsig_server::ratelimit::RateLimit;
 use chainsig_server::Limits;
+use chainsig_testkit::{record, GenSpec};
 use common::*;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,8 @@
 //! recovery.
 
 use chainsig_core::algorithm::Algorithm;
-use chainsig_cuda::{testdata, CudaBackend, CudaConfig};
+use chainsig_cuda::{CudaBackend, CudaConfig};
+use chainsig_testkit::sets as testdata;
 use chainsig_gpu::median;
 use std::sync::Arc;
 use std::time::Instant;
@@ -84,7 +85,7 @@ pub fn ecdsa_check(alg: Algorithm, count: usize, seed: u64, out: &std::path::Pat
     use chainsig_core::backend::Backend;
     const REPS: usize = 9;
     let t = Instant::now();
-    let (records, verdicts) = chainsig_cuda::testdata_ecdsa::generate(alg, count, 4096, 100, seed);
+    let (records, verdicts) = testdata::generate_ecdsa(alg, count, 4096, 100, seed);
     let valid = verdicts.iter().filter(|v| v.any_s).count();
     let valid_low = verdicts.iter().filter(|v| v.low_s).count();
     println!(

@@ -4,7 +4,8 @@ use chainsig_core::algorithm::Algorithm;
 use chainsig_core::batch::{Batch, PreparedItem};
 use chainsig_core::bitmap::Bitmap;
 use chainsig_cuda::kernels::{self, KernelConfig};
-use chainsig_cuda::{testdata, CudaBackend, CudaConfig};
+use chainsig_cuda::{CudaBackend, CudaConfig};
+use chainsig_testkit::sets as testdata;
 use chainsig_gpu::median;
 use std::time::Instant;
 

@@ -2,7 +2,8 @@
 
 use chainsig_core::batch::Batch;
 use chainsig_core::bitmap::Bitmap;
-use chainsig_cuda::{testdata, CudaBackend, CudaConfig};
+use chainsig_cuda::{CudaBackend, CudaConfig};
+use chainsig_testkit::sets as testdata;
 use chainsig_gpu::median;
 use std::time::Instant;
 
