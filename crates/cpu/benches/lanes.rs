@@ -5,8 +5,8 @@
 //! `cargo bench -p chainsig-cpu --bench lanes` (add `-- 8192` for another batch size).
 
 use chainsig_core::{Algorithm, PreparedItem};
-use chainsig_testkit::{prepared_items, GenSpec};
 use chainsig_cpu::{lanes, verify_item};
+use chainsig_testkit::{prepared_items, GenSpec};
 use std::time::Instant;
 
 fn rate(items: &[PreparedItem], f: impl Fn(&[PreparedItem]) -> usize) -> (f64, usize) {

@@ -7,9 +7,9 @@
 //! through the backend's automatic choice, against RustCrypto, ring and libsecp256k1.)
 
 use chainsig_core::{Algorithm, Backend, Batch, PreparedItem};
-use chainsig_testkit::{prepared_items, GenSpec};
 use chainsig_cpu::lanes::{self, LaneMode};
 use chainsig_cpu::{verify_item, CpuBackend};
+use chainsig_testkit::{prepared_items, GenSpec};
 use num_bigint::BigUint;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;

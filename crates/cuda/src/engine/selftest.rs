@@ -94,8 +94,7 @@ impl Engine {
     /// records, valid and corrupted) under both rules and compares with their recorded verdicts:
     /// a kernel that has not yet run on a given GPU never gives a verdict unchecked.
     pub(crate) fn ecdsa_self_test(&mut self, alg: Algorithm) -> Result<(), BackendError> {
-        let (records, verdicts) =
-            crate::known_answers::ecdsa(alg);
+        let (records, verdicts) = crate::known_answers::ecdsa(alg);
         for low_s in [false, true] {
             let batch = crate::known_answers::batch(alg, low_s, &records);
             let map = self.run(Work::Ecdsa(&batch))?;

@@ -3,8 +3,8 @@
 
 use chainsig_core::algorithm::Algorithm;
 use chainsig_cuda::{CudaBackend, CudaConfig};
-use chainsig_testkit::sets as testdata;
 use chainsig_gpu::median;
+use chainsig_testkit::sets as testdata;
 use std::sync::Arc;
 use std::time::Instant;
 

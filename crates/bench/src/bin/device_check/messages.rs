@@ -5,8 +5,8 @@ use chainsig_core::batch::{Batch, PreparedItem};
 use chainsig_core::bitmap::Bitmap;
 use chainsig_cuda::kernels::{self, KernelConfig};
 use chainsig_cuda::{CudaBackend, CudaConfig};
-use chainsig_testkit::sets as testdata;
 use chainsig_gpu::median;
+use chainsig_testkit::sets as testdata;
 use std::time::Instant;
 
 /// Records that carry messages (0 to 300 bytes, block-boundary lengths overrepresented, 4096

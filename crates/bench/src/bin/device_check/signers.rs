@@ -3,8 +3,8 @@
 use chainsig_core::batch::Batch;
 use chainsig_core::bitmap::Bitmap;
 use chainsig_cuda::{CudaBackend, CudaConfig};
-use chainsig_testkit::sets as testdata;
 use chainsig_gpu::median;
+use chainsig_testkit::sets as testdata;
 use std::time::Instant;
 
 /// Records of `signers` known signers (a tenth corrupted, edge cases first): their tables built on

@@ -5,8 +5,8 @@
 use chainsig_bench::sweep::{self, SweepPoint, SweepRow};
 use chainsig_core::batch::Batch;
 use chainsig_core::bitmap::Bitmap;
-use chainsig_cuda::kernels::{self, KernelConfig};
 use chainsig_core::PreparedItem as Record;
+use chainsig_cuda::kernels::{self, KernelConfig};
 use chainsig_cuda::{host, CudaBackend, CudaConfig, HostWords};
 use chainsig_testkit::sets as testdata;
 use std::path::Path;
