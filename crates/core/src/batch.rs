@@ -220,6 +220,39 @@ pub struct RecoverItem {
     pub recovery_id: u8,
 }
 
+impl RecoverItem {
+    /// The two recoveries a signed record allows, under ids 0 and 1 (one finds the signer of a
+    /// valid low-s record, the other another key or none): how test and self-test data exercise
+    /// recovery from verification records.
+    pub fn both_ids(item: &PreparedItem) -> [RecoverItem; 2] {
+        [0, 1].map(|recovery_id| RecoverItem {
+            digest: item.e,
+            r: item.r,
+            s: item.s,
+            recovery_id,
+        })
+    }
+}
+
+/// A record's expected verdicts under the any-s rule and under the low-s rule (s ≤ n/2, as
+/// Ethereum and Bitcoin require for secp256k1); for SM2 both are the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdicts {
+    pub any_s: bool,
+    pub low_s: bool,
+}
+
+impl Verdicts {
+    /// The verdict under the low-s rule or not.
+    pub fn get(self, low_s: bool) -> bool {
+        if low_s {
+            self.low_s
+        } else {
+            self.any_s
+        }
+    }
+}
+
 /// A recovered signer: its uncompressed SEC1 key and Ethereum address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recovered {

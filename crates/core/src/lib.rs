@@ -21,6 +21,6 @@ pub mod vectors;
 
 pub use algorithm::{Algorithm, HashAlg};
 pub use backend::{Backend, BackendError, Registry};
-pub use batch::{Batch, PreparedItem, RecoverItem, Recovered};
+pub use batch::{Batch, PreparedItem, RecoverItem, Recovered, Verdicts};
 pub use bitmap::Bitmap;
 pub use error::RecordError;

@@ -14,24 +14,7 @@
 //! One record per line: `any_s low_s e r s px py`, the verdicts as 1 or 0, the rest 32-byte
 //! big-endian hex.
 
-use chainsig_core::{Algorithm, Batch, PreparedItem, RecoverItem};
-
-/// The verdicts recorded for one record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Verdicts {
-    pub any_s: bool,
-    pub low_s: bool,
-}
-
-impl Verdicts {
-    pub fn get(self, low_s: bool) -> bool {
-        if low_s {
-            self.low_s
-        } else {
-            self.any_s
-        }
-    }
-}
+use chainsig_core::{Algorithm, Batch, PreparedItem, RecoverItem, Verdicts};
 
 /// The known-answer records of ECDSA `alg` with their verdicts, in order (none for SM2).
 pub fn ecdsa(alg: Algorithm) -> (Vec<PreparedItem>, Vec<Verdicts>) {
@@ -57,17 +40,7 @@ pub fn batch(alg: Algorithm, low_s: bool, records: &[PreparedItem]) -> Batch {
 
 /// Each record's recovery under ids 0 and 1, in record order.
 pub fn recovery_items(records: &[PreparedItem]) -> Vec<RecoverItem> {
-    records
-        .iter()
-        .flat_map(|r| {
-            (0..2).map(|id| RecoverItem {
-                digest: r.e,
-                r: r.r,
-                s: r.s,
-                recovery_id: id,
-            })
-        })
-        .collect()
+    records.iter().flat_map(RecoverItem::both_ids).collect()
 }
 
 fn parse_line(line: &str) -> (PreparedItem, Verdicts) {

@@ -8,23 +8,7 @@ use sha2::Digest as _;
 /// The default SM2 distinguishing identifier (GB/T 32918.2's example, "1234567812345678").
 pub const SM2_DEFAULT_ID: &str = "1234567812345678";
 
-/// The reference's verdicts on one record: under the any-s rule and under the low-s rule (s ≤ n/2,
-/// as Ethereum and Bitcoin require for secp256k1). For SM2 both are the same.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Verdicts {
-    pub any_s: bool,
-    pub low_s: bool,
-}
-
-impl Verdicts {
-    pub fn get(self, low_s: bool) -> bool {
-        if low_s {
-            self.low_s
-        } else {
-            self.any_s
-        }
-    }
-}
+pub use chainsig_core::Verdicts;
 
 /// (x, y) of a SEC1 key (compressed or not), or `None` when RustCrypto refuses it.
 pub fn decode_key(alg: Algorithm, sec1: &[u8]) -> Option<([u8; 32], [u8; 32])> {

@@ -172,17 +172,7 @@ pub fn message_batch(
 /// Recovery requests for the records, each under recovery ids 0 and 1 (one of them finds the
 /// signer of a valid low-s record, the other another key or none), in record order.
 pub fn recovery_items(records: &[Record]) -> Vec<RecoverItem> {
-    records
-        .iter()
-        .flat_map(|r| {
-            (0..2).map(|id| RecoverItem {
-                digest: r.e,
-                r: r.r,
-                s: r.s,
-                recovery_id: id,
-            })
-        })
-        .collect()
+    records.iter().flat_map(RecoverItem::both_ids).collect()
 }
 
 /// The records as an SM2 verification batch, in order.
