@@ -333,9 +333,8 @@ fn known_answers_agree_with_rustcrypto_and_the_host_build() {
                 );
             }
         }
-        let count = |f: &dyn Fn(&chainsig_core::Verdicts) -> bool| {
-            recorded.iter().filter(|v| f(v)).count()
-        };
+        let count =
+            |f: &dyn Fn(&chainsig_core::Verdicts) -> bool| recorded.iter().filter(|v| f(v)).count();
         assert!(count(&|v| v.low_s) >= 8, "{alg}: valid records");
         assert!(count(&|v| !v.any_s) >= 15, "{alg}: invalid records");
         assert!(
