@@ -220,11 +220,11 @@ fn random_rows(seed: u64, per_alg: usize) -> (Vec<Row>, Vec<bool>) {
             }
             if alg == Algorithm::Sm2 && g.expect_valid() && rng.gen_bool(0.3) {
                 // Re-sign under a random identifier with a fresh key.
-                let key = chainsig_sm2::SecretKey::random(&mut rng);
+                let key = chainsig_weierstrass::SecretKey::random(&mut rng);
                 let id: Vec<u8> = (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect();
-                let za = chainsig_sm2::z_a(&id, &key.public_key());
-                let e = chainsig_sm2::message_digest(&za, &g.msg);
-                row.sig = chainsig_sm2::sign_prehashed(&key, &e, &mut rng);
+                let za = chainsig_weierstrass::z_a(&id, &key.public_key());
+                let e = chainsig_weierstrass::message_digest(&za, &g.msg);
+                row.sig = chainsig_weierstrass::sign_prehashed(&key, &e, &mut rng);
                 row.pubkey = key.public_key().to_uncompressed().to_vec();
                 row.payload = if row.flags & CS_FLAG_MESSAGE != 0 {
                     g.msg.clone()
@@ -845,7 +845,7 @@ fn signers_are_checked_and_replaced() {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let keys: Vec<u8> = (0..3)
         .flat_map(|_| {
-            chainsig_sm2::SecretKey::random(&mut rng)
+            chainsig_weierstrass::SecretKey::random(&mut rng)
                 .public_key()
                 .to_uncompressed()
         })

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 /// Decodes a SEC1 key of `alg` into affine (x, y), big-endian.
 pub fn decode_pubkey(alg: Algorithm, sec1: &[u8]) -> Result<([u8; 32], [u8; 32]), RecordError> {
     let uncompressed: [u8; 65] = match alg {
-        Algorithm::Sm2 => chainsig_sm2::PublicKey::from_sec1(sec1)
+        Algorithm::Sm2 => chainsig_weierstrass::PublicKey::from_sec1(sec1)
             .map_err(|e| RecordError::new("pubkey", e.to_string()))?
             .to_uncompressed(),
         Algorithm::Secp256k1 => {
@@ -22,7 +22,7 @@ pub fn decode_pubkey(alg: Algorithm, sec1: &[u8]) -> Result<([u8; 32], [u8; 32])
                 .map_err(|_| RecordError::new("pubkey", "point is not on the curve"))?
                 .serialize_uncompressed()
         }
-        Algorithm::P256 => chainsig_sm2::p256::PublicKey::from_sec1(sec1)
+        Algorithm::P256 => chainsig_weierstrass::p256::PublicKey::from_sec1(sec1)
             .map_err(|e| RecordError::new("pubkey", e.to_string()))?
             .to_uncompressed(),
     };
@@ -153,10 +153,10 @@ mod tests {
 
     #[test]
     fn z_a_agrees_with_the_sm2_crate_and_is_cached() {
-        let sk = chainsig_sm2::SecretKey::from_bytes(&[7u8; 32]).unwrap();
+        let sk = chainsig_weierstrass::SecretKey::from_bytes(&[7u8; 32]).unwrap();
         let pk = sk.public_key();
         let prep = Preparer::new();
-        let want = chainsig_sm2::z_a(b"ALICE", &pk);
+        let want = chainsig_weierstrass::z_a(b"ALICE", &pk);
         assert_eq!(prep.z_a(b"ALICE", &pk.x(), &pk.y()), want);
         assert_eq!(prep.z_a(b"ALICE", &pk.x(), &pk.y()), want);
         assert_ne!(prep.z_a(b"BOB", &pk.x(), &pk.y()), want);

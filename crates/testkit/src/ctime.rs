@@ -9,7 +9,7 @@
 //! themselves, one bit each, as libsecp256k1 does.
 //!
 //! What is covered:
-//! - SM2 (`chainsig-sm2`): secret-key parsing and public-key derivation, signing with a given
+//! - SM2 (`chainsig-weierstrass`): secret-key parsing and public-key derivation, signing with a given
 //!   nonce, and hedged signing whose random input is marked secret as it is drawn.
 //! - secp256k1 (`chainsig-eth`'s signing path): libsecp256k1's recoverable signing with our RFC 6979
 //!   nonce function, in a context made with libsecp256k1's declassify flag and randomised from a
@@ -60,7 +60,7 @@ pub fn sm2_signing(rounds: usize) -> Result<usize, String> {
         rng.fill_bytes(&mut d);
         classify(&d);
         // The accept/reject decision is public by design (declassified inside).
-        let Ok(key) = chainsig_sm2::SecretKey::from_bytes(&d) else {
+        let Ok(key) = chainsig_weierstrass::SecretKey::from_bytes(&d) else {
             continue;
         };
         let public = key.public_key().to_uncompressed();
@@ -72,8 +72,8 @@ pub fn sm2_signing(rounds: usize) -> Result<usize, String> {
         let mut k = [0u8; 32];
         rng.fill_bytes(&mut k);
         classify(&k);
-        let with_nonce = chainsig_sm2::sign_prehashed_with_nonce(&key, &e, &k);
-        let hedged = chainsig_sm2::sign_prehashed(&key, &e, &mut hedge);
+        let with_nonce = chainsig_weierstrass::sign_prehashed_with_nonce(&key, &e, &k);
+        let hedged = chainsig_weierstrass::sign_prehashed(&key, &e, &mut hedge);
         for sig in with_nonce.into_iter().chain([hedged]) {
             declassify(&sig);
             let sig = sm2::dsa::Signature::from_slice(&sig)

@@ -1,7 +1,7 @@
 //! Signing keys of the three algorithms on RustCrypto's arithmetic.
 //!
 //! Keys are drawn from the record's ChaCha stream exactly as earlier versions of `chainsig gen`
-//! drew them, so a seed still names the same keys. SM2 signatures use chainsig-sm2's hedged nonce
+//! drew them, so a seed still names the same keys. SM2 signatures use chainsig-weierstrass's hedged nonce
 //! derivation (k = SM3(domain ‖ d ‖ e ‖ 32 random bytes ‖ counter)), re-stated here, so that the
 //! files `chainsig gen` writes stay the same for a seed; the curve arithmetic that turns the nonce
 //! into (r, s) is RustCrypto's. ECDSA signatures are RustCrypto's RFC 6979 signatures, low s (the
@@ -139,7 +139,7 @@ pub(crate) fn sm2_sign_with_nonce(d: &sm2::Scalar, e: &[u8; 32], k: &[u8; 32]) -
     Some(out)
 }
 
-/// chainsig-sm2's hedged signing: nonce k = SM3("chainsig-sm2 hedged nonce" ‖ d ‖ e ‖ 32 bytes
+/// chainsig-weierstrass's hedged signing: nonce k = SM3("chainsig-weierstrass hedged nonce" ‖ d ‖ e ‖ 32 bytes
 /// of `rng` ‖ counter), retried with the next counter until it signs.
 fn sm2_sign_hedged(d: &sm2::Scalar, e: &[u8; 32], rng: &mut impl RngCore) -> [u8; 64] {
     use sm3::Digest;
@@ -147,7 +147,7 @@ fn sm2_sign_hedged(d: &sm2::Scalar, e: &[u8; 32], rng: &mut impl RngCore) -> [u8
         let mut noise = zeroize::Zeroizing::new([0u8; 32]);
         rng.fill_bytes(noise.as_mut());
         let mut h = sm3::Sm3::new();
-        h.update(b"chainsig-sm2 hedged nonce");
+        h.update(b"chainsig-weierstrass hedged nonce");
         h.update(d.to_repr());
         h.update(e);
         h.update(noise.as_ref());

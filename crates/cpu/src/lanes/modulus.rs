@@ -2,7 +2,7 @@
 //! with the Montgomery constants for R = 2²⁶⁰ (five 52-bit limbs), all derived at compile time
 //! from [`chainsig_core::curve::CurveParams`], so no constant is typed twice.
 //!
-//! The integer helpers here are `const fn`s over four 64-bit limbs; the `chainsig-sm2` crate has
+//! The integer helpers here are `const fn`s over four 64-bit limbs; the `chainsig-weierstrass` crate has
 //! the same ideas but keeps them private to its own Montgomery form (R = 2²⁵⁶), which is a
 //! different number.
 

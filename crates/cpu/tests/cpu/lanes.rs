@@ -29,7 +29,7 @@ fn n_of(alg: Algorithm) -> BigUint {
 fn mul_g(alg: Algorithm, k: &BigUint) -> ([u8; 32], [u8; 32]) {
     let k = be(&(k % n_of(alg)));
     let sec1: Vec<u8> = match alg {
-        Algorithm::Sm2 => chainsig_sm2::SecretKey::from_bytes(&k)
+        Algorithm::Sm2 => chainsig_weierstrass::SecretKey::from_bytes(&k)
             .unwrap()
             .public_key()
             .to_uncompressed()

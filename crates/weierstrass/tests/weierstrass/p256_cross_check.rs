@@ -1,4 +1,4 @@
-//! Cross-check of `chainsig_sm2::p256` against RustCrypto `p256` (an independent implementation):
+//! Cross-check of `chainsig_weierstrass::p256` against RustCrypto `p256` (an independent implementation):
 //! keys and signatures made by `p256::ecdsa::SigningKey::sign_prehash`, about half of them then
 //! corrupted (a flipped bit in r, s, z or the key; r or s zero, n, or above), the high-s twin
 //! n − s of every valid signature, and identical verdicts required on all. Also SEC1 key decoding,
@@ -6,7 +6,7 @@
 //!
 //! `CHAINSIG_P256_RECORDS` sets the number of random records (default 10,000).
 
-use chainsig_sm2::p256::{verify_prehashed, KeyError, PublicKey};
+use chainsig_weierstrass::p256::{verify_prehashed, KeyError, PublicKey};
 use p256::ecdsa::signature::hazmat::{PrehashSigner, PrehashVerifier};
 use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
 use rand::{Rng, RngCore, SeedableRng};

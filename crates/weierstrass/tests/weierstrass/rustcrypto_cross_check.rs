@@ -4,7 +4,7 @@
 //!
 //! `CHAINSIG_SM2_RECORDS` sets the number of random records (default 10,000).
 
-use chainsig_sm2::{
+use chainsig_weierstrass::{
     message_digest, sign_prehashed, verify_prehashed, z_a, KeyError, PublicKey, SecretKey,
 };
 use rand::{Rng, RngCore, SeedableRng};

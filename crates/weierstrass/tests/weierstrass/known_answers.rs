@@ -1,7 +1,7 @@
 //! The published SM2 examples: GM/T 0003.5 Annex A (Z_A, e, r, s from d and k), OpenSSL's
 //! prehash examples and RustCrypto's openssl-made signature, all read from the shared vectors.
 
-use chainsig_sm2::{
+use chainsig_weierstrass::{
     message_digest, sign_prehashed_with_nonce, verify_prehashed, z_a, PublicKey, SecretKey,
 };
 use serde_json::Value;

@@ -1,5 +1,6 @@
-//! chainsig-sm2: SM2 signatures (GB/T 32918.2, GM/T 0003.2) on the curve sm2p256v1, and ECDSA
-//! verification on NIST P-256 ([`p256`]).
+//! chainsig-weierstrass: arithmetic on short-Weierstrass curves with a = −3, and the two
+//! curves of that family chainsig needs: SM2 signatures (GB/T 32918.2, GM/T 0003.2) on sm2p256v1,
+//! and ECDSA verification on NIST P-256 ([`p256`]).
 //!
 //! Hand-written rather than taken from a general elliptic-curve library because verification
 //! throughput is the product here: the arithmetic is specialised to short Weierstrass curves with
@@ -236,7 +237,7 @@ pub fn sign_prehashed(key: &SecretKey, e: &[u8; 32], rng: &mut impl RngCore) -> 
         let mut noise = Zeroizing::new([0u8; 32]);
         rng.fill_bytes(noise.as_mut());
         let mut hasher = Sm3::new();
-        hasher.update(b"chainsig-sm2 hedged nonce");
+        hasher.update(b"chainsig-weierstrass hedged nonce");
         hasher.update(key.d.to_bytes());
         hasher.update(e);
         hasher.update(noise.as_ref());
