@@ -2,7 +2,9 @@
 //! reference point, and the P-256 ECDSA verifier against RustCrypto `p256`. Run:
 //! `cargo bench -p chainsig-weierstrass` (or `-- p256` for the P-256 pair only).
 
-use chainsig_weierstrass::{message_digest, sign_prehashed, verify_prehashed, z_a, PublicKey, SecretKey};
+use chainsig_weierstrass::{
+    message_digest, sign_prehashed, verify_prehashed, z_a, PublicKey, SecretKey,
+};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -61,8 +63,11 @@ fn p256_benches(c: &mut Criterion) {
     let (r, s) = sig.split_bytes();
     let (r, s): ([u8; 32], [u8; 32]) = (r.into(), s.into());
     let sec1 = signing.verifying_key().to_sec1_point(false);
-    let ours = chainsig_weierstrass::p256::PublicKey::from_sec1(sec1.as_bytes()).expect("valid key");
-    assert!(chainsig_weierstrass::p256::verify_prehashed(&ours, &z, &r, &s));
+    let ours =
+        chainsig_weierstrass::p256::PublicKey::from_sec1(sec1.as_bytes()).expect("valid key");
+    assert!(chainsig_weierstrass::p256::verify_prehashed(
+        &ours, &z, &r, &s
+    ));
     c.bench_function("chainsig p256 verify_prehashed", |b| {
         b.iter(|| {
             chainsig_weierstrass::p256::verify_prehashed(

@@ -26,7 +26,10 @@ fn main() -> ExitCode {
     }
     let mut failed = false;
     for (name, result) in [
-        ("SM2 signing (chainsig-weierstrass)", ctime::sm2_signing(ROUNDS)),
+        (
+            "SM2 signing (chainsig-weierstrass)",
+            ctime::sm2_signing(ROUNDS),
+        ),
         (
             "secp256k1 signing (chainsig-eth, libsecp256k1)",
             ctime::secp256k1_signing(ROUNDS),
