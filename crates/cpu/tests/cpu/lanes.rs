@@ -272,7 +272,7 @@ fn the_environment_switch_is_strict() {
 /// 65,536 generated records (a third corrupted) are drawn at random, and 5 in 16 of the draws
 /// changed: fields swapped between records, r and s set to edge values, digests moved by n, or
 /// replaced by an adversarial record. The scalar verdict of an unchanged record is computed once. Run it with
-/// `cargo test --release -p chainsig-cpu --test lanes -- --ignored --nocapture`.
+/// `cargo test --release -p chainsig-cpu --test cpu -- lanes:: --ignored --nocapture`.
 #[test]
 #[ignore = "minutes in release mode; run by hand"]
 fn a_million_mixed_records_per_algorithm() {
