@@ -26,6 +26,7 @@ fn main() {
         "host_ecdsa.cpp",
         "host_exhaustive.cpp",
         "host_io.h",
+        "host_exports.h",
         "host_layers.h",
         "host_tables.h",
         "../src/codegen.rs",

@@ -47,34 +47,8 @@ int CS_EXPORT(batch_inverse)(int modulus, const u32* x, const int* use, u32* out
   return run_lanes(kWarpLanes, inverse_lane, 256 << 10) ? 1 : 0;
 }
 
-// Verifies one ECDSA signature; operands are 8 little-endian words each. Returns 1 for valid.
-int CS_EXPORT(verify_ecdsa)(int low_s, const u32* e, const u32* r, const u32* s, const u32* px,
-                         const u32* py, const u32* gtab) {
-  const sig_in in = load_sig(e, r, s, px, py, 0);
-  apt Q;
-  fe_copy(Q.x, in.px);
-  fe_copy(Q.y, in.py);
-  const bool ok = low_s ? cs_verify_ecdsa<1>(in.e, in.r, in.s, Q, gtab)
-                        : cs_verify_ecdsa<0>(in.e, in.r, in.s, Q, gtab);
-  return ok ? 1 : 0;
-}
-
-// Recovers the key of one signature (id: the parity of R's y); 1 and the key's affine x, y when
-// there is one, else 0.
-int CS_EXPORT(recover_ecdsa)(const u32* e, const u32* r, const u32* s, u32 id, const u32* gtab,
-                             u32* x, u32* y) {
-  fe a, b, c;
-  apt Q;
-  load8(a, e);
-  load8(b, r);
-  load8(c, s);
-  if (!cs_recover_ecdsa(Q, a, b, c, id, gtab)) return 0;
-  for (int i = 0; i < 8; i++) {
-    x[i] = Q.x.v[i];
-    y[i] = Q.y.v[i];
-  }
-  return 1;
-}
+#define CS_EXPORT_ECDSA 1
+#include "host_exports.h"
 
 // Scalar arithmetic modulo n: op 0 is a b mod n, op 1 is a^-1 mod n by Euclid (b unused).
 void CS_EXPORT(scalar_op)(int op, const u32* a, const u32* b, u32* r) {

@@ -36,10 +36,6 @@ apt load_aff(const u32* w) {
   load8(a.y, w + 8);
   return a;
 }
-
-void store8(u32* w, const fe& a) {
-  for (int i = 0; i < 8; i++) w[i] = a.v[i];
-}
 }  // namespace
 
 extern "C" {
@@ -156,54 +152,9 @@ int CS_EXPORT(double_mul)(int mode, int inv, const u32* s, const u32* t, const u
   return 1;
 }
 
-// The SM2 verification (cs_verify) of one configuration: 1 valid, 0 not, -1 unknown.
-int CS_EXPORT(verify)(int mode, int inv, int compress, const u32* e, const u32* r, const u32* s,
-                      const u32* px, const u32* py, u32 parity, const u32* gtab) {
-  const sig_in in = load_sig(e, r, s, px, py, parity);
-#define CS_CASE(M, I, C) \
-  if (mode == M && inv == I && compress == C) return cs_verify<M, I, C>(in, gtab) ? 1 : 0;
-  CS_CASE(0, 0, 0) CS_CASE(0, 0, 1) CS_CASE(0, 1, 0) CS_CASE(0, 1, 1)
-  CS_CASE(1, 0, 0) CS_CASE(1, 0, 1) CS_CASE(1, 1, 0) CS_CASE(1, 1, 1)
-  CS_CASE(2, 0, 0) CS_CASE(2, 0, 1) CS_CASE(2, 1, 0) CS_CASE(2, 1, 1)
-#undef CS_CASE
-  return -1;
-}
-
-// The known signer's verification (cs_verify_signed), ktab the signer's key table.
-int CS_EXPORT(verify_signed)(const u32* e, const u32* r, const u32* s, const u32* gtab,
-                             const u32* ktab) {
-  fe a, b, c;
-  load8(a, e);
-  load8(b, r);
-  load8(c, s);
-  return cs_verify_signed(a, b, c, gtab, ktab) ? 1 : 0;
-}
-
-// The ECDSA verification (cs_verify_ecdsa, one lane): 1 valid, 0 not.
-int CS_EXPORT(verify_ecdsa)(int low_s, const u32* e, const u32* r, const u32* s, const u32* px,
-                            const u32* py, const u32* gtab) {
-  const sig_in in = load_sig(e, r, s, px, py, 0);
-  apt Q;
-  fe_copy(Q.x, in.px);
-  fe_copy(Q.y, in.py);
-  const bool ok = low_s ? cs_verify_ecdsa<1>(in.e, in.r, in.s, Q, gtab)
-                        : cs_verify_ecdsa<0>(in.e, in.r, in.s, Q, gtab);
-  return ok ? 1 : 0;
-}
-
-// ECDSA key recovery (cs_recover_ecdsa, one lane): 1 and the key's affine x, y, or 0.
-int CS_EXPORT(recover_ecdsa)(const u32* e, const u32* r, const u32* s, u32 id, const u32* gtab,
-                             u32* x, u32* y) {
-  fe a, b, c;
-  apt Q;
-  load8(a, e);
-  load8(b, r);
-  load8(c, s);
-  if (!cs_recover_ecdsa(Q, a, b, c, id, gtab)) return 0;
-  store8(x, Q.x);
-  store8(y, Q.y);
-  return 1;
-}
+#define CS_EXPORT_SM2 1
+#define CS_EXPORT_ECDSA 1
+#include "host_exports.h"
 
 // Arithmetic mod n: op 0 a b (sc_mul), 1 a^-1 (inv_euclid_mod; a prime to n), 2 a + b
 // (scalar_add_mod_n), 3 a - b (sub_mod), 4 a / 2 (half_mod), 5 a b R^-1 (sc_mont_mul); a, b < n.

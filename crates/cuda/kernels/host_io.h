@@ -1,13 +1,17 @@
 // Operands from the host's C ABI (8 little-endian words each) into the kernels' types, shared by
-// the host builds (host_shim.cpp, host_lanes.cpp). Include after host_layers.h.
+// the host builds (host_shim.cpp, host_lanes.cpp, host_ecdsa.cpp, host_exhaustive.cpp). Include after host_layers.h.
 #pragma once
 
-static void load8(fe& a, const u32* w) {
+static inline void load8(fe& a, const u32* w) {
   for (int i = 0; i < 8; i++) a.v[i] = w[i];
 }
 
+static inline void store8(u32* w, const fe& a) {
+  for (int i = 0; i < 8; i++) w[i] = a.v[i];
+}
+
 // One signature's operands as cs_verify takes them.
-static sig_in load_sig(const u32* e, const u32* r, const u32* s, const u32* px, const u32* py,
+static inline sig_in load_sig(const u32* e, const u32* r, const u32* s, const u32* px, const u32* py,
                        u32 parity) {
   sig_in in;
   load8(in.e, e);

@@ -11,18 +11,9 @@ thread_local unsigned long long cs_mul_count = 0;
 
 extern "C" {
 
-// Verifies one signature; operands are 8 little-endian words each. Returns 1 for valid.
-int cs_host_verify(int mode, int inv, int compress, const u32* e, const u32* r, const u32* s,
-                   const u32* px, const u32* py, u32 parity, const u32* gtab) {
-  const sig_in in = load_sig(e, r, s, px, py, parity);
-#define CS_CASE(M, I, C) \
-  if (mode == M && inv == I && compress == C) return cs_verify<M, I, C>(in, gtab) ? 1 : 0;
-  CS_CASE(0, 0, 0) CS_CASE(0, 0, 1) CS_CASE(0, 1, 0) CS_CASE(0, 1, 1)
-  CS_CASE(1, 0, 0) CS_CASE(1, 0, 1) CS_CASE(1, 1, 0) CS_CASE(1, 1, 1)
-  CS_CASE(2, 0, 0) CS_CASE(2, 0, 1) CS_CASE(2, 1, 0) CS_CASE(2, 1, 1)
-#undef CS_CASE
-  return -1;  // unknown configuration
-}
+#define CS_EXPORT(name) cs_host_##name
+#define CS_EXPORT_SM2 1
+#include "host_exports.h"
 
 // e = SM3(Z_A ‖ msg) by the GPU module's routine: za as 8 big-endian words, e as 8 little-endian limbs.
 void cs_host_sm3_e(const u32* za, const unsigned char* msg, u32 len, u32* e) { sm3_za_message(e, za, msg, len); }
@@ -118,16 +109,6 @@ void cs_host_build_key_table(const u32* x, const u32* y, u32* out) {
   load8(p.x, x);
   load8(p.y, y);
   build_table<CS_KTAB_BITS>(p, out);
-}
-
-// Verifies one signature by a known signer whose table is ktab. Returns 1 for valid.
-int cs_host_verify_signed(const u32* e, const u32* r, const u32* s, const u32* gtab,
-                          const u32* ktab) {
-  fe a, b, c;
-  load8(a, e);
-  load8(b, r);
-  load8(c, s);
-  return cs_verify_signed(a, b, c, gtab, ktab) ? 1 : 0;
 }
 
 // 1 when (x, y) satisfies y^2 = x^3 + a x + b with x, y < p.

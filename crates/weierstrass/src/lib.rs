@@ -30,6 +30,9 @@ mod exhaustive_tests;
 mod field;
 mod limbs;
 pub mod p256;
+/// 32 big-endian bytes as four little-endian 64-bit limbs (a `const fn`, for constants built at
+/// compile time by the crates above, such as chainsig-cpu's radix-2⁵² moduli).
+pub use limbs::from_be_bytes as limbs_from_be_bytes;
 mod point;
 mod scalar;
 

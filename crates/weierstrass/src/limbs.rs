@@ -30,7 +30,7 @@ pub(crate) const fn mac(a: u64, b: u64, c: u64, carry: u64) -> (u64, u64) {
     (t as u64, (t >> 64) as u64)
 }
 
-pub(crate) const fn from_be_bytes(bytes: &[u8; 32]) -> Limbs {
+pub const fn from_be_bytes(bytes: &[u8; 32]) -> Limbs {
     let mut out = [0u64; 4];
     let mut i = 0;
     while i < 32 {

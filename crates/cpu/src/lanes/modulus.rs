@@ -2,9 +2,9 @@
 //! with the Montgomery constants for R = 2²⁶⁰ (five 52-bit limbs), all derived at compile time
 //! from [`chainsig_core::curve::CurveParams`], so no constant is typed twice.
 //!
-//! The integer helpers here are `const fn`s over four 64-bit limbs; the `chainsig-weierstrass` crate has
-//! the same ideas but keeps them private to its own Montgomery form (R = 2²⁵⁶), which is a
-//! different number.
+//! The integer helpers here are `const fn`s over four 64-bit limbs; the byte-to-limb conversion is
+//! `chainsig-weierstrass`'s, while the Montgomery constants differ from that crate's own form
+//! (R = 2²⁵⁶ there, 2²⁶⁰ here), so they are derived here.
 
 use chainsig_core::curve::CurveParams;
 
@@ -36,16 +36,7 @@ pub(crate) trait LaneModulus: Copy + 'static {
     const M: Modulus52;
 }
 
-pub(crate) const fn limbs64_from_be(bytes: &[u8; 32]) -> [u64; 4] {
-    let mut out = [0u64; 4];
-    let mut i = 0;
-    while i < 32 {
-        let limb = 3 - i / 8;
-        out[limb] = (out[limb] << 8) | bytes[i] as u64;
-        i += 1;
-    }
-    out
-}
+pub(crate) use chainsig_weierstrass::limbs_from_be_bytes as limbs64_from_be;
 
 /// 256 bits in four 64-bit limbs to five 52-bit limbs.
 pub(crate) const fn to_radix52(a: &[u64; 4]) -> [u64; LIMBS] {
