@@ -27,6 +27,10 @@
 // are branch-free; a product's reduction branches, rarely, on its value (fe_fold_carry); the
 // inversion by Euclid (inv_euclid_mod) and the exponentiations' loops depend on their inputs and
 // on the public exponent respectively.
+//
+// Length: about 700 lines, one file on purpose. Each routine's inline-PTX carry chain stands
+// beside its portable twin, so that a reader (and the host build's tests) checks one against the
+// other; splitting the PTX from the portable path would separate exactly what must be compared.
 #pragma once
 
 #ifdef CS_COUNT_MULS
