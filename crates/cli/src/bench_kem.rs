@@ -15,7 +15,7 @@ use chainsig_bench::ctru::{
     run_gpu_kem, table, to_csv, CpuNttRow, GpuKemReport, GpuReport, KemRow, Plan, SIZES,
 };
 use chainsig_ctru::ParamSet;
-use chainsig_ctru_cuda::Error;
+use chainsig_ctru_cuda::{Error, GpuError};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
@@ -139,7 +139,7 @@ pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
                 print!("{}", kem_gpu_table(&kem.rows));
                 report.gpu_kem = Some(kem);
             }
-            Err(Error::Unavailable(why)) if opts.backend != "cuda" => {
+            Err(Error::Gpu(GpuError::Unavailable(why))) if opts.backend != "cuda" => {
                 println!("no GPU: {why}; reporting the CPU only");
                 report.gpu_unavailable = Some(why);
             }

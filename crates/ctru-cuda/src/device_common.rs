@@ -15,7 +15,7 @@ use chainsig_gpu::cudarc::driver::{
 use chainsig_gpu::Resources;
 use std::sync::Arc;
 
-/// chainsig-gpu's driver error ([`chainsig_gpu::device_err`]) as this crate's [`Error::Device`].
+/// chainsig-gpu's driver error ([`chainsig_gpu::device_err`]) as this crate's [`crate::GpuError::Device`].
 pub(crate) fn device_err(what: &'static str, e: impl std::fmt::Debug) -> Error {
     chainsig_gpu::device_err(what, e).into()
 }
@@ -52,7 +52,7 @@ pub(crate) struct Device {
 impl Device {
     /// Opens device `ordinal` and loads the module for its architecture (compiled by NVRTC, or
     /// from the CUBIN cache). With `need_tensor_cores`, a device below sm_72 (no int8 Tensor Cores)
-    /// is [`Error::Unavailable`], as are a missing driver, device or NVRTC.
+    /// is [`crate::GpuError::Unavailable`], as are a missing driver, device or NVRTC.
     pub fn open(ordinal: usize, need_tensor_cores: bool) -> Result<Device, Error> {
         let chainsig_gpu::Opened {
             ctx,
@@ -60,11 +60,11 @@ impl Device {
             arch,
         } = chainsig_gpu::open(ordinal)?;
         if need_tensor_cores && (major, minor) < (7, 2) {
-            return Err(Error::Unavailable(format!(
+            return Err(Error::unavailable(format!(
                 "sm_{major}{minor} has no int8 Tensor Cores (sm_72 or later needed)"
             )));
         }
-        let compiled = kernel::compile(&arch).map_err(Error::Unavailable)?;
+        let compiled = kernel::compile(&arch).map_err(Error::unavailable)?;
         let module = ctx
             .load_module(chainsig_gpu::cudarc::nvrtc::Ptx::from_binary(
                 compiled.cubin.clone(),

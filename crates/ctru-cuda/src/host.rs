@@ -81,7 +81,7 @@ pub fn mul_batch<P: AsRef<[i32]>>(
                 )
             };
             if rc != 0 {
-                return Err(Error::Unavailable("leaf length without a routine".into()));
+                return Err(Error::unavailable("leaf length without a routine"));
             }
         }
         Method::TensorCore => unsafe {

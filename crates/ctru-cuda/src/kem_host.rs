@@ -197,10 +197,8 @@ pub(crate) fn encaps_results(
     ct.chunks_exact(len)
         .zip(keys.chunks_exact(SS_BYTES))
         .map(|(c, k)| {
-            let ct = Ciphertext::from_bytes(set, c).map_err(|e| Error::Device {
-                what: "ciphertext from the pipeline",
-                detail: e.to_string(),
-            })?;
+            let ct = Ciphertext::from_bytes(set, c)
+                .map_err(|e| chainsig_gpu::device_err("ciphertext from the pipeline", e))?;
             Ok((ct, shared_secret(k)))
         })
         .collect()

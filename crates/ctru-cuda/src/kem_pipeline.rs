@@ -127,7 +127,7 @@ impl Drop for GpuKem {
 
 impl GpuKem {
     /// Opens device 0 for encapsulation under `pk`, and decapsulation when `sk` (whose embedded pk
-    /// must be `pk`) is given. [`Error::Unavailable`] without a driver, device, NVRTC (and no cached
+    /// must be `pk`) is given. [`crate::GpuError::Unavailable`] without a driver, device, NVRTC (and no cached
     /// CUBIN) or int8 Tensor Cores.
     pub fn new(set: ParamSet, pk: &PublicKey, sk: Option<&SecretKey>) -> Result<Self, Error> {
         Self::on_device(set, pk, sk, 0)
@@ -449,7 +449,7 @@ impl GpuKem {
             let ct = w
                 .pin_ct
                 .as_ref()
-                .ok_or_else(|| Error::Unavailable("ciphertext buffer missing".into()))?
+                .ok_or_else(|| Error::unavailable("ciphertext buffer missing"))?
                 .as_slice()
                 .map_err(|e| device_err("pinned ciphertexts", e))?;
             let keys = w

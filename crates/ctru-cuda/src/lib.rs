@@ -29,7 +29,7 @@
 //!   coefficients split into 8-bit digits as the README works out.
 //!
 //! [`GpuPolyMul`] runs them on a device; without a driver or GPU it returns
-//! [`Error::Unavailable`].
+//! [`GpuError::Unavailable`].
 //!
 //! Modules:
 //! - [`products`]: the product API, [`GpuPolyMul`] (one context, stream and module; the three
@@ -58,6 +58,8 @@ pub mod products;
 use chainsig_ctru::ntt::multiplier;
 use chainsig_ctru::ParamSet;
 
+/// The GPU runtime's error (chainsig-gpu), carried by [`Error::Gpu`].
+pub use chainsig_gpu::Error as GpuError;
 pub use kem_host::{GpuKem, HostKem, KemTiming};
 pub use products::{GpuPolyMul, Timing};
 
@@ -141,17 +143,10 @@ impl serde::Serialize for Product {
 /// magnitude that broke a limit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    /// No usable GPU, driver or NVRTC; the reason says which.
-    #[error("GPU unavailable: {0}")]
-    Unavailable(String),
-    /// A driver call failed.
-    #[error("{what}: {detail}")]
-    Device {
-        /// The operation.
-        what: &'static str,
-        /// The driver's error.
-        detail: String,
-    },
+    /// The GPU runtime's failure, as chainsig-gpu reports it: no usable GPU, driver or NVRTC
+    /// ([`GpuError::Unavailable`]), or a driver call that failed ([`GpuError::Device`]).
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
     /// An operand had the wrong number of coefficients.
     #[error("{field}: expected {expected} coefficients, got {got}")]
     WrongDegree {
@@ -200,14 +195,10 @@ pub enum Error {
     },
 }
 
-/// The shared runtime's failures keep their meaning here: unavailable, or a driver call that
-/// failed.
-impl From<chainsig_gpu::Error> for Error {
-    fn from(e: chainsig_gpu::Error) -> Error {
-        match e {
-            chainsig_gpu::Error::Unavailable(reason) => Error::Unavailable(reason),
-            chainsig_gpu::Error::Device { what, detail } => Error::Device { what, detail },
-        }
+impl Error {
+    /// No usable GPU here, for the reason given.
+    pub fn unavailable(reason: impl Into<String>) -> Error {
+        Error::Gpu(GpuError::Unavailable(reason.into()))
     }
 }
 
@@ -362,13 +353,13 @@ impl NttDeviceTables {
     pub fn new(set: ParamSet) -> Result<Self, Error> {
         let t = multiplier(set).tables();
         if t.layers.len() > MAX_LAYERS {
-            return Err(Error::Unavailable(format!(
+            return Err(Error::unavailable(format!(
                 "{set}: {} NTT layers, the kernel takes at most {MAX_LAYERS}",
                 t.layers.len()
             )));
         }
         if !matches!(t.leaf_len, 3 | 5 | 7) {
-            return Err(Error::Unavailable(format!(
+            return Err(Error::unavailable(format!(
                 "{set}: leaf length {} has no kernel",
                 t.leaf_len
             )));
@@ -389,7 +380,7 @@ impl NttDeviceTables {
         let mut pairs: Vec<[u32; 2]> = Vec::new();
         for (l, layer) in t.layers.iter().enumerate() {
             if !matches!(layer.radix, 2 | 3) {
-                return Err(Error::Unavailable(format!(
+                return Err(Error::unavailable(format!(
                     "{set}: radix {} has no kernel",
                     layer.radix
                 )));

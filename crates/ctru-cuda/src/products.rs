@@ -64,7 +64,7 @@ const THREADS: u32 = 256;
 
 impl GpuPolyMul {
     /// Opens device 0, compiles (or loads from the cache) the kernels and uploads the tables.
-    /// [`Error::Unavailable`] when there is no driver, no device, no NVRTC (and no cached CUBIN), or the
+    /// [`crate::GpuError::Unavailable`] when there is no driver, no device, no NVRTC (and no cached CUBIN), or the
     /// device has no int8 Tensor Cores for [`Method::TensorCore`].
     pub fn new(set: ParamSet, method: Method) -> Result<Self, Error> {
         Self::on_device(set, method, 0)
@@ -265,11 +265,11 @@ impl GpuPolyMul {
                 let (t, tw) = self
                     .ntt
                     .as_ref()
-                    .ok_or_else(|| Error::Unavailable("NTT tables not loaded".into()))?;
+                    .ok_or_else(|| Error::unavailable("NTT tables not loaded"))?;
                 let hat = buf
                     .hat
                     .as_ref()
-                    .ok_or_else(|| Error::Unavailable("NTT transform buffer missing".into()))?;
+                    .ok_or_else(|| Error::unavailable("NTT transform buffer missing"))?;
                 let cfg = LaunchConfig {
                     grid_dim: (count as u32, 1, 1),
                     block_dim: (THREADS, 1, 1),
@@ -289,7 +289,7 @@ impl GpuPolyMul {
                 let [a0, a1, b0, b1] = buf
                     .tc
                     .as_mut()
-                    .ok_or_else(|| Error::Unavailable("Tensor Core buffers missing".into()))?;
+                    .ok_or_else(|| Error::unavailable("Tensor Core buffers missing"))?;
                 self.funcs.tc.product(
                     product.code(),
                     &buf.batch,

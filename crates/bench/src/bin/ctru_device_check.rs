@@ -32,7 +32,7 @@ use chainsig_bench::ctru::{
     kem_gpu_csv, kem_gpu_table, kem_sizes, run_gpu, run_gpu_kem, table, to_csv, Plan,
 };
 use chainsig_ctru::ParamSet;
-use chainsig_ctru_cuda::Error;
+use chainsig_ctru_cuda::{Error, GpuError};
 use clap::Parser;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -98,7 +98,7 @@ fn main() {
         eprintln!("{stage}")
     }) {
         Ok(r) => r,
-        Err(Error::Unavailable(why)) => {
+        Err(Error::Gpu(GpuError::Unavailable(why))) => {
             eprintln!("no usable GPU: {why}");
             std::process::exit(2);
         }
@@ -141,7 +141,7 @@ fn main() {
 fn products(plan: &Plan, rng: &mut ChaCha20Rng, reps: usize, write: &dyn Fn(&str, String)) -> bool {
     let report = match run_gpu(plan, rng, |stage| eprintln!("{stage}")) {
         Ok(r) => r,
-        Err(Error::Unavailable(why)) => {
+        Err(Error::Gpu(GpuError::Unavailable(why))) => {
             eprintln!("no usable GPU: {why}");
             std::process::exit(2);
         }

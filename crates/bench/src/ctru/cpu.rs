@@ -4,7 +4,7 @@
 use super::*;
 use chainsig_ctru::ntt::multiplier;
 use chainsig_ctru::{decaps, encaps, keygen, OsRandom, ParamSet};
-use chainsig_ctru_cuda::{small_limit, Error, Product};
+use chainsig_ctru_cuda::{small_limit, Error, GpuError, Product};
 use chainsig_gpu::median;
 use rand::Rng;
 use rayon::prelude::*;
@@ -49,9 +49,11 @@ pub fn cpu_ntt_us(
         Product::ModQ => m.mul_mod_q(large, &small),
         Product::ModQ2 => m.mul_mod_q2(large, &small),
     };
-    let fail = |e: chainsig_ctru::Error| Error::Device {
-        what: "CPU NTT product",
-        detail: e.to_string(),
+    let fail = |e: chainsig_ctru::Error| {
+        Error::Gpu(GpuError::Device {
+            what: "CPU NTT product",
+            detail: e.to_string(),
+        })
     };
     for _ in 0..CPU_INNER {
         std::hint::black_box(run().map_err(fail)?);

@@ -134,7 +134,7 @@ fn time_product(
 /// Opens every method for every set of `plan`, checks correctness, then (when every check passed,
 /// or the plan says so) times the sweep. `progress` hears a line per stage.
 ///
-/// Errors: [`Error::Unavailable`] without a usable GPU; other errors when a device cannot be opened
+/// Errors: [`GpuError::Unavailable`] without a usable GPU; other errors when a device cannot be opened
 /// or the CPU reference fails. Mismatches are not errors: they are in [`Report::failures`].
 pub fn run_gpu(
     plan: &Plan,

@@ -5,7 +5,7 @@ use super::*;
 use chainsig_ctru::ntt::multiplier;
 use chainsig_ctru::{encaps, ParamSet};
 use chainsig_ctru_cuda::{
-    prepare, small_limit, Error, KemTiming, Method, Product, Timing, MAX_BATCH,
+    prepare, small_limit, Error, GpuError, KemTiming, Method, Product, Timing, MAX_BATCH,
 };
 
 use rand::SeedableRng;
@@ -200,6 +200,6 @@ fn without_a_gpu_the_sweep_says_unavailable() {
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     assert!(matches!(
         run_gpu(&plan, &mut rng, |_| {}),
-        Err(Error::Unavailable(_))
+        Err(Error::Gpu(GpuError::Unavailable(_)))
     ));
 }

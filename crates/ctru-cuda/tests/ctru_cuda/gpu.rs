@@ -4,14 +4,14 @@
 
 use chainsig_ctru::poly::{schoolbook_mul_mod_q, schoolbook_mul_mod_q2};
 use chainsig_ctru::ParamSet;
-use chainsig_ctru_cuda::{small_limit, Error, GpuPolyMul, Method, Product};
+use chainsig_ctru_cuda::{small_limit, Error, GpuError, GpuPolyMul, Method, Product};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 fn open(set: ParamSet, method: Method) -> Option<GpuPolyMul> {
     match GpuPolyMul::new(set, method) {
         Ok(g) => Some(g),
-        Err(Error::Unavailable(why)) => {
+        Err(Error::Gpu(GpuError::Unavailable(why))) => {
             assert!(
                 std::env::var("CHAINSIG_REQUIRE_GPU").as_deref() != Ok("1"),
                 "CHAINSIG_REQUIRE_GPU=1 but: {why}"
@@ -89,7 +89,7 @@ fn gpu_kem_equals_cpu_kem() {
         let (pk, sk) = random_keys(set, &mut rng);
         let mut gpu = match GpuKem::new(set, &pk, Some(&sk)) {
             Ok(g) => g,
-            Err(Error::Unavailable(why)) => {
+            Err(Error::Gpu(GpuError::Unavailable(why))) => {
                 assert!(
                     std::env::var("CHAINSIG_REQUIRE_GPU").as_deref() != Ok("1"),
                     "CHAINSIG_REQUIRE_GPU=1 but: {why}"
