@@ -1,0 +1,190 @@
+//! `chainsig.v1.Signer`: one transaction, or a bidirectional stream signed in pipelined chunks
+//! and answered in request order.
+
+use super::*;
+
+/// Signs one proto transaction through the JSON-RPC path ([`ops::sign_transaction`]).
+fn sign_one(
+    state: &AppState,
+    client: &Client,
+    method: &'static str,
+    tx: Option<pb::Transaction>,
+) -> Result<pb::SignedTransaction, pb::ItemError> {
+    let tx = tx.ok_or_else(|| invalid("tx", "missing"))?;
+    let request = tx_request(tx)?;
+    match ops::sign_transaction(state, client, method, &request) {
+        Ok(signed) => Ok(pb::SignedTransaction {
+            raw: signed.raw,
+            hash: signed.hash.to_vec(),
+            from: signed.from.to_vec(),
+        }),
+        Err(ops::SignFailure::NoAccount(address)) => Err(item_error(
+            "tx.from",
+            ops::no_account_message(state, &address),
+            SERVER_ERROR,
+        )),
+        Err(ops::SignFailure::Field(e)) => Err(invalid(
+            &format!("tx.{}", proto_field(e.field_name())),
+            e.message(),
+        )),
+    }
+}
+
+/// `chainsig.v1.Signer`.
+pub struct SignerService {
+    pub(super) state: Arc<AppState>,
+    pub(super) metrics: MethodMetrics,
+    pub(super) stream_metrics: MethodMetrics,
+}
+
+/// What the reader of a stream hands its writer, in order.
+enum Piece {
+    Chunk(tokio::task::JoinHandle<Vec<pb::SignStreamResponse>>),
+    /// The inbound stream broke: answer this once the chunks before it are out.
+    End(Status),
+}
+
+type ResponseStream = Pin<Box<dyn Stream<Item = Result<pb::SignStreamResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::signer_server::Signer for SignerService {
+    async fn sign_transaction(
+        &self,
+        request: Request<pb::SignTransactionRequest>,
+    ) -> Result<Response<pb::SignTransactionResponse>, Status> {
+        let started = Instant::now();
+        let client = client_of(&request);
+        let outcome = sign_one(
+            &self.state,
+            &client,
+            SIGN_TRANSACTION,
+            request.into_inner().tx,
+        );
+        self.metrics.observe(started.elapsed(), outcome.is_err());
+        match outcome {
+            Ok(signed) => Ok(Response::new(pb::SignTransactionResponse {
+                signed: Some(signed),
+            })),
+            Err(error) => Err(status_of(error)),
+        }
+    }
+
+    type SignStreamStream = ResponseStream;
+
+    async fn sign_stream(
+        &self,
+        request: Request<Streaming<pb::SignStreamRequest>>,
+    ) -> Result<Response<Self::SignStreamStream>, Status> {
+        let client = client_of(&request);
+        let inbound = request.into_inner();
+        let in_flight = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        let (pieces, queue) = mpsc::channel::<Piece>(in_flight);
+        let (answers, out) = mpsc::channel(OUT_BUFFER);
+        tokio::spawn(read_stream(
+            inbound,
+            self.state.clone(),
+            client,
+            self.stream_metrics.clone(),
+            pieces,
+        ));
+        tokio::spawn(write_stream(queue, answers));
+        Ok(Response::new(Box::pin(ReceiverStream::new(out))))
+    }
+}
+
+/// Takes the requests of a stream in chunks of what has arrived and starts signing each chunk.
+async fn read_stream(
+    mut inbound: Streaming<pb::SignStreamRequest>,
+    state: Arc<AppState>,
+    client: Client,
+    metrics: MethodMetrics,
+    pieces: mpsc::Sender<Piece>,
+) {
+    loop {
+        let first = match inbound.message().await {
+            Ok(Some(item)) => item,
+            Ok(None) => return,
+            Err(status) => {
+                let _ = pieces.send(Piece::End(status)).await;
+                return;
+            }
+        };
+        let mut chunk = Vec::with_capacity(CHUNK);
+        chunk.push(first);
+        let mut broken = None;
+        // Whatever else has already arrived, without waiting for more.
+        while chunk.len() < CHUNK {
+            let next = std::future::poll_fn(|cx| match Pin::new(&mut inbound).poll_next(cx) {
+                Poll::Ready(item) => Poll::Ready(Some(item)),
+                Poll::Pending => Poll::Ready(None),
+            })
+            .await;
+            match next {
+                Some(Some(Ok(item))) => chunk.push(item),
+                Some(Some(Err(status))) => {
+                    broken = Some(status);
+                    break;
+                }
+                Some(None) | None => break,
+            }
+        }
+        let (state, metrics) = (state.clone(), metrics.clone());
+        let started = Instant::now();
+        let task = tokio::task::spawn_blocking(move || {
+            chunk
+                .into_iter()
+                .map(|item| {
+                    let outcome = sign_one(&state, &client, SIGN_STREAM, item.tx);
+                    metrics.observe(started.elapsed(), outcome.is_err());
+                    pb::SignStreamResponse {
+                        id: item.id,
+                        outcome: Some(match outcome {
+                            Ok(signed) => Outcome::Signed(signed),
+                            Err(error) => Outcome::Error(error),
+                        }),
+                    }
+                })
+                .collect()
+        });
+        if pieces.send(Piece::Chunk(task)).await.is_err() {
+            return;
+        }
+        if let Some(status) = broken {
+            let _ = pieces.send(Piece::End(status)).await;
+            return;
+        }
+    }
+}
+
+/// Hands the answers of each chunk back in order.
+async fn write_stream(
+    mut queue: mpsc::Receiver<Piece>,
+    answers: mpsc::Sender<Result<pb::SignStreamResponse, Status>>,
+) {
+    while let Some(piece) = queue.recv().await {
+        match piece {
+            Piece::Chunk(task) => match task.await {
+                Ok(chunk) => {
+                    for answer in chunk {
+                        if answers.send(Ok(answer)).await.is_err() {
+                            // The client went away.
+                            return;
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = answers
+                        .send(Err(Status::internal(format!("signing task failed: {e}"))))
+                        .await;
+                    return;
+                }
+            },
+            Piece::End(status) => {
+                let _ = answers.send(Err(status)).await;
+                return;
+            }
+        }
+    }
+}
