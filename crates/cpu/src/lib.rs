@@ -1,8 +1,9 @@
 //! chainsig-cpu: the CPU side of chainsig.
 //!
 //! - [`prepare`]: stage 1 for every backend (SEC1 decoding, hashing, Z_A cache).
-//! - [`CpuBackend`]: SM2, secp256k1 and P-256 verification on every core through rayon, in
-//!   groups of eight records on AVX-512 IFMA ([`lanes`]) or one record at a time otherwise.
+//! - [`CpuBackend`]: SM2, secp256k1 and P-256 verification and Ethereum sender recovery on every
+//!   core through rayon, in groups of eight records on AVX-512 IFMA ([`lanes`]) or one record at
+//!   a time otherwise.
 
 pub mod ecdsa_p256;
 pub mod ecdsa_secp256k1;
@@ -134,10 +135,26 @@ impl Backend for CpuBackend {
     }
 
     fn recover_batch(&self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
+        let rule = ecdsa_secp256k1::SRule::LowOnly;
+        if self.uses_lanes()? {
+            // Groups of eight, the last one ragged; results come back in item order.
+            let groups: Vec<[Option<Recovered>; lanes::LANES]> = self.run(|| {
+                items
+                    .par_chunks(lanes::LANES)
+                    .map(|group| {
+                        lanes::recover_items(rule, group).ok_or_else(|| BackendError::Unavailable {
+                            backend: CPU.into(),
+                            reason: "this CPU lacks AVX-512F with IFMA".into(),
+                        })
+                    })
+                    .collect::<Result<_, _>>()
+            })?;
+            return Ok(groups.into_iter().flatten().take(items.len()).collect());
+        }
         Ok(self.run(|| {
             items
                 .par_iter()
-                .map(|item| ecdsa_secp256k1::recover(item, ecdsa_secp256k1::SRule::LowOnly))
+                .map(|item| ecdsa_secp256k1::recover(item, rule))
                 .collect()
         }))
     }
