@@ -29,12 +29,14 @@
 //! error where the CPU lacks IFMA), unset or `auto` uses lanes where the CPU has them.
 //!
 //! # Checks and measurements
-//! `tests/lanes.rs` compares the lanes with the scalar path record by record (random, corrupted
+//! `tests/cpu/lanes.rs` compares the lanes with the scalar path record by record (random, corrupted
 //! and adversarial records: edge scalars, keys off the curve, sums at infinity, final additions
 //! that are doublings) and holds an ignored release-mode check of a million records per
-//! algorithm (`cargo test --release -p chainsig-cpu --test lanes -- --ignored`); the public
-//! vectors (`tests/vectors.rs`) run on both paths. `cargo bench -p chainsig-cpu --bench lanes`
-//! prints the per-core rate of the lanes beside the scalar path's (libsecp256k1 for secp256k1).
+//! algorithm (`cargo test --release -p chainsig-cpu --test cpu -- lanes:: --ignored`); the
+//! public vectors (`tests/cpu/vectors.rs`) run on both paths. `tests/cpu/lanes_recover.rs` holds
+//! sender recovery to libsecp256k1 and k256 (random, signed and adversarial records; an ignored
+//! million-record run). `cargo bench -p chainsig-cpu --bench lanes` prints the per-core rate of
+//! the lanes beside the scalar path's (libsecp256k1 for secp256k1 and for recovery).
 //!
 //! Verification is variable time: all of its inputs are public. Nothing here may serve signing
 //! as it is (the comb is read with data-dependent gathers).
