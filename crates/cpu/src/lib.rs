@@ -81,6 +81,14 @@ impl CpuBackend {
     }
 }
 
+/// The error of a lane group on a CPU without the lanes (resolved modes rule it out beforehand).
+fn lanes_missing() -> BackendError {
+    BackendError::Unavailable {
+        backend: CPU.into(),
+        reason: "this CPU lacks AVX-512F with IFMA".into(),
+    }
+}
+
 impl Default for CpuBackend {
     fn default() -> Self {
         Self::new()
@@ -106,12 +114,7 @@ impl Backend for CpuBackend {
                     .map(|g| {
                         let range = g * lanes::LANES..len.min((g + 1) * lanes::LANES);
                         let items: Vec<PreparedItem> = range.map(|i| batch.item(i)).collect();
-                        lanes::verify_items(alg, low_s, &items).ok_or_else(|| {
-                            BackendError::Unavailable {
-                                backend: CPU.into(),
-                                reason: "this CPU lacks AVX-512F with IFMA".into(),
-                            }
-                        })
+                        lanes::verify_items(alg, low_s, &items).ok_or_else(lanes_missing)
                     })
                     .collect::<Result<_, _>>()
             })?;
@@ -141,12 +144,7 @@ impl Backend for CpuBackend {
             let groups: Vec<[Option<Recovered>; lanes::LANES]> = self.run(|| {
                 items
                     .par_chunks(lanes::LANES)
-                    .map(|group| {
-                        lanes::recover_items(rule, group).ok_or_else(|| BackendError::Unavailable {
-                            backend: CPU.into(),
-                            reason: "this CPU lacks AVX-512F with IFMA".into(),
-                        })
-                    })
+                    .map(|group| lanes::recover_items(rule, group).ok_or_else(lanes_missing))
                     .collect::<Result<_, _>>()
             })?;
             return Ok(groups.into_iter().flatten().take(items.len()).collect());

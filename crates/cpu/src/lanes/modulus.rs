@@ -3,7 +3,8 @@
 //! from [`chainsig_core::curve::CurveParams`], so no constant is typed twice.
 //!
 //! The integer helpers here are `const fn`s over four 64-bit limbs; the byte-to-limb conversion is
-//! `chainsig-weierstrass`'s, while the Montgomery constants differ from that crate's own form
+//! `chainsig-weierstrass`'s (the way back to bytes, for recovered keys, is here: that crate keeps
+//! its own private), while the Montgomery constants differ from that crate's own form
 //! (R = 2²⁵⁶ there, 2²⁶⁰ here), so they are derived here.
 
 use chainsig_core::curve::CurveParams;
