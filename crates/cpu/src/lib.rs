@@ -1,8 +1,9 @@
 //! chainsig-cpu: the CPU side of chainsig.
 //!
 //! - [`prepare`]: stage 1 for every backend (SEC1 decoding, hashing, Z_A cache).
-//! - [`CpuBackend`]: SM2, secp256k1 and P-256 verification on every core through rayon, in
-//!   groups of eight records on AVX-512 IFMA ([`lanes`]) or one record at a time otherwise.
+//! - [`CpuBackend`]: SM2, secp256k1 and P-256 verification and Ethereum sender recovery on every
+//!   core through rayon, in groups of eight records on AVX-512 IFMA ([`lanes`]) or one record at
+//!   a time otherwise.
 
 pub mod ecdsa_p256;
 pub mod ecdsa_secp256k1;
@@ -80,6 +81,14 @@ impl CpuBackend {
     }
 }
 
+/// The error of a lane group on a CPU without the lanes (resolved modes rule it out beforehand).
+fn lanes_missing() -> BackendError {
+    BackendError::Unavailable {
+        backend: CPU.into(),
+        reason: "this CPU lacks AVX-512F with IFMA".into(),
+    }
+}
+
 impl Default for CpuBackend {
     fn default() -> Self {
         Self::new()
@@ -105,12 +114,7 @@ impl Backend for CpuBackend {
                     .map(|g| {
                         let range = g * lanes::LANES..len.min((g + 1) * lanes::LANES);
                         let items: Vec<PreparedItem> = range.map(|i| batch.item(i)).collect();
-                        lanes::verify_items(alg, low_s, &items).ok_or_else(|| {
-                            BackendError::Unavailable {
-                                backend: CPU.into(),
-                                reason: "this CPU lacks AVX-512F with IFMA".into(),
-                            }
-                        })
+                        lanes::verify_items(alg, low_s, &items).ok_or_else(lanes_missing)
                     })
                     .collect::<Result<_, _>>()
             })?;
@@ -134,10 +138,21 @@ impl Backend for CpuBackend {
     }
 
     fn recover_batch(&self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
+        let rule = ecdsa_secp256k1::SRule::LowOnly;
+        if self.uses_lanes()? {
+            // Groups of eight, the last one ragged; results come back in item order.
+            let groups: Vec<[Option<Recovered>; lanes::LANES]> = self.run(|| {
+                items
+                    .par_chunks(lanes::LANES)
+                    .map(|group| lanes::recover_items(rule, group).ok_or_else(lanes_missing))
+                    .collect::<Result<_, _>>()
+            })?;
+            return Ok(groups.into_iter().flatten().take(items.len()).collect());
+        }
         Ok(self.run(|| {
             items
                 .par_iter()
-                .map(|item| ecdsa_secp256k1::recover(item, ecdsa_secp256k1::SRule::LowOnly))
+                .map(|item| ecdsa_secp256k1::recover(item, rule))
                 .collect()
         }))
     }

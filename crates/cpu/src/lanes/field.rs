@@ -287,10 +287,8 @@ impl<M: LaneModulus> Fe8<M> {
         self.mul(&Self::constant(&M::M.r2))
     }
 
-    /// Out of Montgomery form, fully reduced (the tests' way out; the engine leaves Montgomery
-    /// form only through comparisons).
-    /// Out of Montgomery form, fully reduced: x·R⁻¹ mod m in [0, m).
-    #[cfg(test)]
+    /// Out of Montgomery form, fully reduced: x·R⁻¹ mod m in [0, m) (how recovered keys and the
+    /// tests leave the lanes; verification leaves them only through comparisons).
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]
     pub(crate) fn out_of_mont(&self) -> Self {

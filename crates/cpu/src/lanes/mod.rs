@@ -19,21 +19,24 @@
 //! - [`curves`]: SM2, P-256 and secp256k1 as lane curves.
 //! - [`mul`]: u₁·G + u₂·Q with a fixed-base comb for G and a window for Q.
 //! - [`verify`]: SM2 and ECDSA verification of eight records, with the scalar path's rules.
+//! - [`recover`]: Ethereum sender recovery (ecrecover) of eight secp256k1 records.
 //!
 //! # Choosing the path
 //! [`available`] checks the CPU at run time (`is_x86_feature_detected!`); every function of the
 //! engine carries `#[target_feature(enable = "avx512f,avx512ifma")]` and is entered only through
-//! [`verify_items`], after that check. The environment variable `CHAINSIG_CPU_LANES` forces a
+//! [`verify_items`] or [`recover_items`], after that check. The environment variable `CHAINSIG_CPU_LANES` forces a
 //! path ([`LaneMode::from_env`]): `off` keeps the 4×64-bit scalar code, `on` insists on lanes (an
 //! error where the CPU lacks IFMA), unset or `auto` uses lanes where the CPU has them.
 //!
 //! # Checks and measurements
-//! `tests/lanes.rs` compares the lanes with the scalar path record by record (random, corrupted
+//! `tests/cpu/lanes.rs` compares the lanes with the scalar path record by record (random, corrupted
 //! and adversarial records: edge scalars, keys off the curve, sums at infinity, final additions
 //! that are doublings) and holds an ignored release-mode check of a million records per
-//! algorithm (`cargo test --release -p chainsig-cpu --test lanes -- --ignored`); the public
-//! vectors (`tests/vectors.rs`) run on both paths. `cargo bench -p chainsig-cpu --bench lanes`
-//! prints the per-core rate of the lanes beside the scalar path's (libsecp256k1 for secp256k1).
+//! algorithm (`cargo test --release -p chainsig-cpu --test cpu -- lanes:: --ignored`); the
+//! public vectors (`tests/cpu/vectors.rs`) run on both paths. `tests/cpu/lanes_recover.rs` holds
+//! sender recovery to libsecp256k1 and k256 (random, signed and adversarial records; an ignored
+//! million-record run). `cargo bench -p chainsig-cpu --bench lanes` prints the per-core rate of
+//! the lanes beside the scalar path's (libsecp256k1 for secp256k1 and for recovery).
 //!
 //! Verification is variable time: all of its inputs are public. Nothing here may serve signing
 //! as it is (the comb is read with data-dependent gathers).
@@ -48,12 +51,15 @@ mod modulus;
 mod mul;
 #[cfg(target_arch = "x86_64")]
 mod point;
+#[cfg(target_arch = "x86_64")]
+mod recover;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests;
 #[cfg(target_arch = "x86_64")]
 mod verify;
 
-use chainsig_core::{Algorithm, PreparedItem};
+use crate::ecdsa_secp256k1::SRule;
+use chainsig_core::{Algorithm, PreparedItem, RecoverItem, Recovered};
 
 /// The environment variable that forces the CPU backend's path.
 pub const ENV_VAR: &str = "CHAINSIG_CPU_LANES";
@@ -145,6 +151,26 @@ pub fn verify_items(alg: Algorithm, low_s: bool, items: &[PreparedItem]) -> Opti
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (alg, low_s);
+        None
+    }
+}
+
+/// Recovers the signers of up to [`LANES`] secp256k1 records in lanes, result i for item i;
+/// `None` where the CPU lacks the lanes. Rules and results as [`crate::ecdsa_secp256k1::recover`]
+/// under `rule`: `None` in a lane for a record refused or without a key.
+pub fn recover_items(rule: SRule, items: &[RecoverItem]) -> Option<[Option<Recovered>; LANES]> {
+    assert!(items.len() <= LANES, "at most {LANES} items per group");
+    if !available() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `available()` confirmed AVX-512F and IFMA, the only features it needs.
+        Some(unsafe { recover::recover_group(items, rule) })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = rule;
         None
     }
 }

@@ -3,7 +3,8 @@
 //! from [`chainsig_core::curve::CurveParams`], so no constant is typed twice.
 //!
 //! The integer helpers here are `const fn`s over four 64-bit limbs; the byte-to-limb conversion is
-//! `chainsig-weierstrass`'s, while the Montgomery constants differ from that crate's own form
+//! `chainsig-weierstrass`'s (the way back to bytes, for recovered keys, is here: that crate keeps
+//! its own private), while the Montgomery constants differ from that crate's own form
 //! (R = 2²⁵⁶ there, 2²⁶⁰ here), so they are derived here.
 
 use chainsig_core::curve::CurveParams;
@@ -49,13 +50,22 @@ pub(crate) const fn to_radix52(a: &[u64; 4]) -> [u64; LIMBS] {
     ]
 }
 
+/// Five normalised 52-bit limbs (value below 2²⁵⁶) to 32 big-endian bytes.
+pub(crate) fn be_from_radix52(a: &[u64; LIMBS]) -> [u8; 32] {
+    let limbs = from_radix52(a);
+    let mut out = [0u8; 32];
+    for (i, limb) in limbs.iter().enumerate() {
+        out[32 - 8 * (i + 1)..32 - 8 * i].copy_from_slice(&limb.to_be_bytes());
+    }
+    out
+}
+
 /// 32 big-endian bytes to five 52-bit limbs.
 pub(crate) const fn radix52_from_be(bytes: &[u8; 32]) -> [u64; LIMBS] {
     to_radix52(&limbs64_from_be(bytes))
 }
 
 /// Five normalised 52-bit limbs (value below 2²⁵⁶) to four 64-bit limbs.
-#[cfg(test)]
 pub(crate) const fn from_radix52(a: &[u64; LIMBS]) -> [u64; 4] {
     [
         a[0] | (a[1] << 52),

@@ -33,7 +33,7 @@ struct Packed {
 }
 
 /// Whether a big-endian value lies in [1, bound).
-fn in_range(v: &[u8; 32], bound: &[u8; 32]) -> bool {
+pub(crate) fn in_range(v: &[u8; 32], bound: &[u8; 32]) -> bool {
     v < bound && v.iter().any(|&b| b != 0)
 }
 

@@ -4,4 +4,5 @@
 
 mod cross_check;
 mod lanes; // the AVX-512 IFMA lanes against the one-at-a-time path
+mod lanes_recover; // sender recovery in lanes against libsecp256k1 and k256
 mod vectors;
