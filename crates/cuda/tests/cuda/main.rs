@@ -5,6 +5,7 @@
 mod exhaustive; // every point and scalar of tiny groups, through the host build of the kernels
 mod gpu;
 mod host_ecdsa;
+mod host_ethtx;
 mod host_kernel;
 mod host_signers;
 mod host_sm3;
