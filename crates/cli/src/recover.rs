@@ -1,11 +1,19 @@
 //! `chainsig recover`: Ethereum senders from raw signed transactions or bare signatures, read as
 //! JSON Lines or (`--raw`) as length-prefixed raw transactions (`chainsig_eth::rawtx::frames`).
+//!
+//! `--raw --backend cuda` runs each chunk's transactions wholly on the GPU
+//! (`CudaBackend::recover_raw`: RLP, signing payload, Keccak, recovery, address). A record the GPU
+//! refuses is decoded again by the CPU path for its message, so errors read as the CPU's; one
+//! the GPU hands back (a blob transaction with its sidecar) is recovered by the CPU path.
 
 use crate::{backends, input};
 use anyhow::Context;
 use chainsig_core::record::{parse_recover_line, RecoverRecord};
 use chainsig_core::{RecordError, Recovered};
+use chainsig_cuda::ethtx::{RawBatch, FAULT_DEFER};
+use chainsig_cuda::{CudaBackend, CudaConfig};
 use chainsig_eth::rawtx::frames::FrameReader;
+use chainsig_eth::rawtx::recover_raw;
 use chainsig_eth::recover::recover_records;
 use rayon::prelude::*;
 use std::io::{Read, Write};
@@ -33,6 +41,9 @@ pub struct RecoverArgs {
 const RAW_CHUNK: usize = 1 << 16;
 
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
+    if args.raw && args.backend == chainsig_cuda::NAME {
+        return run_raw_on_gpu(&args);
+    }
     let registry = backends::registry(&args.backend);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -85,6 +96,69 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let Tally { total, failed } = tally;
     eprintln!(
         "recovered {} of {total} records, {failed} errors",
+        total - failed
+    );
+    Ok(if args.fail_on_invalid && failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--raw --backend cuda`: every chunk's transactions through `CudaBackend::recover_raw`.
+fn run_raw_on_gpu(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
+    let config = CudaConfig::from_env().map_err(|e| anyhow::anyhow!("--backend cuda: {e}"))?;
+    let gpu = CudaBackend::new(config).context("--backend cuda")?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut tally = Tally::default();
+    let mut disagreements = 0u64;
+    let mut frames = FrameReader::new(std::io::BufReader::with_capacity(
+        1 << 20,
+        open_raw(args.file.as_deref())?,
+    ));
+    loop {
+        let chunk = frames.chunk(RAW_CHUNK).context("reading input")?;
+        if chunk.is_empty() {
+            break;
+        }
+        // Framing errors stay on the host; the framed records go to the GPU as one batch.
+        let batch = RawBatch::pack(
+            chunk
+                .iter()
+                .filter_map(|(_, frame)| frame.as_ref().ok().map(Vec::as_slice)),
+        );
+        let mut answers = gpu.recover_raw(&batch)?.into_iter();
+        for (index, frame) in chunk {
+            let result = match frame {
+                Err(e) => Err(RecordError::new("", e.to_string())),
+                Ok(raw) => {
+                    let answer = answers.next().context("the GPU returned too few answers")?;
+                    match answer {
+                        Ok((address, pubkey)) => Ok(Recovered { pubkey, address }),
+                        Err(code) => {
+                            // The CPU path gives the message (and decides deferred records).
+                            let cpu = recover_raw(&raw);
+                            let agrees = code == FAULT_DEFER
+                                || cpu.as_ref().is_err_and(|e| e.fault.code() == code);
+                            disagreements += u64::from(!agrees);
+                            cpu.map_err(|e| RecordError::new("", e.to_string()))
+                        }
+                    }
+                }
+            };
+            tally.write(&mut out, "record", index, result)?;
+        }
+        out.flush()?;
+    }
+    if disagreements > 0 {
+        eprintln!(
+            "warning: the GPU and the CPU path disagreed on {disagreements} records; the CPU's answers were printed"
+        );
+    }
+    let Tally { total, failed } = tally;
+    eprintln!(
+        "recovered {} of {total} records, {failed} errors (cuda)",
         total - failed
     );
     Ok(if args.fail_on_invalid && failed > 0 {

@@ -155,9 +155,19 @@ pub mod host {
         out
     }
 
-    /// What ethtx.cuh reads from a record: the signing hash, r and s (8 little-endian words each)
-    /// and the parity, or the fault.
-    pub fn parse(record: &[u8]) -> Result<([u32; 8], [u32; 8], [u32; 8], u32), u32> {
+    /// What ethtx.cuh reads from a record for recovery, as 8 little-endian words each.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Parsed {
+        /// The signing hash.
+        pub digest: [u32; 8],
+        pub r: [u32; 8],
+        pub s: [u32; 8],
+        /// The parity of R's y.
+        pub recid: u32,
+    }
+
+    /// What ethtx.cuh reads from a record, or its fault.
+    pub fn parse(record: &[u8]) -> Result<Parsed, u32> {
         let mut out = [0u32; 25];
         // SAFETY: record.len() bytes readable (ethtx.cuh reads no further); 25 words writable.
         let fault =
@@ -166,7 +176,12 @@ pub mod host {
             return Err(fault);
         }
         let words = |k: usize| -> [u32; 8] { out[8 * k..8 * k + 8].try_into().expect("8 words") };
-        Ok((words(0), words(1), words(2), out[24]))
+        Ok(Parsed {
+            digest: words(0),
+            r: words(1),
+            s: words(2),
+            recid: out[24],
+        })
     }
 
     /// One record through ethtx.cuh's whole path with secp256k1's table of G (`gtab`, from

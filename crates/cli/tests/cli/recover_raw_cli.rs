@@ -34,8 +34,27 @@ fn raw_records_answer_as_their_json_lines_do() {
         "{}",
         String::from_utf8_lossy(&raw.stderr)
     );
+    let on_gpu = chainsig(
+        &[
+            "recover",
+            "--raw",
+            "--backend",
+            "cuda",
+            path.to_str().unwrap(),
+        ],
+        "",
+    );
     let from_json = chainsig(&["recover"], &jsonl);
-    let (raw, from_json) = (json_lines(&raw.stdout), json_lines(&from_json.stdout));
+    let (raw_out, from_json) = (json_lines(&raw.stdout), json_lines(&from_json.stdout));
+    // On a machine with a GPU the device's answers are the CPU's, line for line; without one
+    // the command says why it cannot run.
+    if on_gpu.status.success() {
+        assert_eq!(json_lines(&on_gpu.stdout), raw_out);
+    } else {
+        let why = String::from_utf8_lossy(&on_gpu.stderr);
+        assert!(why.contains("--backend cuda"), "{why}");
+    }
+    let raw = raw_out;
     assert_eq!(raw.len(), txs.len());
     let mut errors = 0;
     for (k, (a, b)) in raw.iter().zip(&from_json).enumerate() {
