@@ -29,6 +29,10 @@ fn main() {
         "host_exports.h",
         "host_layers.h",
         "host_tables.h",
+        "keccak.cuh",
+        "rlp.cuh",
+        "ethtx.cuh",
+        "host_ethtx.cpp",
         "../src/codegen.rs",
     ] {
         println!("cargo:rerun-if-changed=kernels/{f}");
@@ -63,6 +67,18 @@ fn main() {
             .flag_if_supported("-O2")
             .warnings(false)
             .compile(&format!("chainsig_cuda_{short}"));
+        // The raw-transaction path (Keccak, RLP, signing payloads) over secp256k1's recovery.
+        if short == "k256" {
+            cc::Build::new()
+                .cpp(true)
+                .file("kernels/host_ethtx.cpp")
+                .include(&dir)
+                .include("kernels")
+                .flag_if_supported("-std=c++17")
+                .flag_if_supported("-O2")
+                .warnings(false)
+                .compile("chainsig_cuda_ethtx");
+        }
     }
     // The generic point and scalar code on each curve of chainsig_core::curve::small_order, for
     // the exhaustive test (tests/exhaustive/): G's table in 5-bit windows for q = 19 and 3-bit ones

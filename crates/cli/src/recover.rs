@@ -1,13 +1,23 @@
-//! `chainsig recover`: Ethereum senders from raw signed transactions or bare signatures.
+//! `chainsig recover`: Ethereum senders from raw signed transactions or bare signatures, read as
+//! JSON Lines or (`--raw`) as length-prefixed raw transactions (`chainsig_eth::rawtx::frames`).
+//!
+//! `--raw --backend cuda` runs each chunk's transactions wholly on the GPU
+//! (`CudaBackend::recover_raw`: RLP, signing payload, Keccak, recovery, address). A record the GPU
+//! refuses is decoded again by the CPU path for its message, so errors read as the CPU's; one
+//! the GPU hands back (a blob transaction with its sidecar) is recovered by the CPU path.
 
 use crate::{backends, input};
 use anyhow::Context;
-use chainsig_core::record::parse_recover_line;
-use chainsig_core::RecordError;
+use chainsig_core::record::{parse_recover_line, RecoverRecord};
+use chainsig_core::{RecordError, Recovered};
+use chainsig_cuda::ethtx::{RawBatch, FAULT_DEFER};
+use chainsig_cuda::{CudaBackend, CudaConfig};
+use chainsig_eth::rawtx::frames::FrameReader;
+use chainsig_eth::rawtx::recover_raw;
 use chainsig_eth::recover::recover_records;
 use rayon::prelude::*;
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -18,44 +28,72 @@ pub struct RecoverArgs {
     /// Exit with status 1 when any record cannot be recovered (after all output).
     #[arg(long)]
     fail_on_invalid: bool,
+    /// Read raw signed transactions in the length-prefixed binary format (each record a 4-byte
+    /// little-endian length, then that many bytes; see docs/raw-transactions.md) instead of JSON
+    /// Lines. Answers name records by their 0-based index (`"record"`).
+    #[arg(long)]
+    raw: bool,
     /// Input file (default or `-`: standard input).
     file: Option<PathBuf>,
 }
 
+/// Records per chunk of `--raw` input (answers leave chunk by chunk).
+const RAW_CHUNK: usize = 1 << 16;
+
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
+    if args.raw && args.backend == chainsig_cuda::NAME {
+        return run_raw_on_gpu(&args);
+    }
     let registry = backends::registry(&args.backend);
-    let input = input::open(args.file.as_deref())?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let (mut total, mut failed) = (0u64, 0u64);
-    for chunk in input::chunks(input, 1 << 16) {
-        let chunk = chunk.context("reading input")?;
-        let records: Vec<_> = chunk
-            .par_iter()
-            .map(|(_, text)| match text {
-                Ok(text) => parse_recover_line(text),
-                Err(reason) => Err(RecordError::new("", reason.clone())),
-            })
-            .collect();
-        let outcome = recover_records(&registry, &args.backend, records)?;
-        for ((number, _), result) in chunk.iter().zip(outcome.results) {
-            let line = match result {
-                Ok(rec) => serde_json::json!({
-                    "line": number,
-                    "address": checksum_address(&rec.address),
-                    "pubkey": hex::encode(rec.pubkey),
-                }),
-                Err(e) => {
-                    failed += 1;
-                    serde_json::json!({"line": number, "error": e.to_string()})
-                }
-            };
-            writeln!(out, "{line}")?;
-            total += 1;
+    let mut tally = Tally::default();
+    if args.raw {
+        let mut frames = FrameReader::new(std::io::BufReader::with_capacity(
+            1 << 20,
+            open_raw(args.file.as_deref())?,
+        ));
+        loop {
+            let chunk = frames.chunk(RAW_CHUNK).context("reading input")?;
+            if chunk.is_empty() {
+                break;
+            }
+            let mut indices = Vec::with_capacity(chunk.len());
+            let records: Vec<_> = chunk
+                .into_iter()
+                .map(|(index, frame)| {
+                    indices.push(index);
+                    frame
+                        .map(RecoverRecord::Transaction)
+                        .map_err(|e| RecordError::new("", e.to_string()))
+                })
+                .collect();
+            let outcome = recover_records(&registry, &args.backend, records)?;
+            for (index, result) in indices.into_iter().zip(outcome.results) {
+                tally.write(&mut out, "record", index, result)?;
+            }
+            out.flush()?;
         }
-        // Answers leave as their chunk is done: a producer waiting on them is not kept waiting.
-        out.flush()?;
+    } else {
+        let input = input::open(args.file.as_deref())?;
+        for chunk in input::chunks(input, 1 << 16) {
+            let chunk = chunk.context("reading input")?;
+            let records: Vec<_> = chunk
+                .par_iter()
+                .map(|(_, text)| match text {
+                    Ok(text) => parse_recover_line(text),
+                    Err(reason) => Err(RecordError::new("", reason.clone())),
+                })
+                .collect();
+            let outcome = recover_records(&registry, &args.backend, records)?;
+            for ((number, _), result) in chunk.iter().zip(outcome.results) {
+                tally.write(&mut out, "line", *number, result)?;
+            }
+            // Answers leave as their chunk is done: a producer waiting on them is not kept waiting.
+            out.flush()?;
+        }
     }
+    let Tally { total, failed } = tally;
     eprintln!(
         "recovered {} of {total} records, {failed} errors",
         total - failed
@@ -65,6 +103,112 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--raw --backend cuda`: every chunk's transactions through `CudaBackend::recover_raw`.
+fn run_raw_on_gpu(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
+    let config = CudaConfig::from_env().map_err(|e| anyhow::anyhow!("--backend cuda: {e}"))?;
+    let gpu = CudaBackend::new(config).context("--backend cuda")?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut tally = Tally::default();
+    let mut disagreements = 0u64;
+    let mut frames = FrameReader::new(std::io::BufReader::with_capacity(
+        1 << 20,
+        open_raw(args.file.as_deref())?,
+    ));
+    loop {
+        let chunk = frames.chunk(RAW_CHUNK).context("reading input")?;
+        if chunk.is_empty() {
+            break;
+        }
+        // Framing errors stay on the host; the framed records go to the GPU as one batch.
+        let batch = RawBatch::pack(
+            chunk
+                .iter()
+                .filter_map(|(_, frame)| frame.as_ref().ok().map(Vec::as_slice)),
+        );
+        let mut answers = gpu.recover_raw(&batch)?.into_iter();
+        for (index, frame) in chunk {
+            let result = match frame {
+                Err(e) => Err(RecordError::new("", e.to_string())),
+                Ok(raw) => {
+                    let answer = answers.next().context("the GPU returned too few answers")?;
+                    match answer {
+                        Ok((address, pubkey)) => Ok(Recovered { pubkey, address }),
+                        Err(code) => {
+                            // The CPU path gives the message (and decides deferred records).
+                            let cpu = recover_raw(&raw);
+                            let agrees = code == FAULT_DEFER
+                                || cpu.as_ref().is_err_and(|e| e.fault.code() == code);
+                            disagreements += u64::from(!agrees);
+                            cpu.map_err(|e| RecordError::new("", e.to_string()))
+                        }
+                    }
+                }
+            };
+            tally.write(&mut out, "record", index, result)?;
+        }
+        out.flush()?;
+    }
+    if disagreements > 0 {
+        eprintln!(
+            "warning: the GPU and the CPU path disagreed on {disagreements} records; the CPU's answers were printed"
+        );
+    }
+    let Tally { total, failed } = tally;
+    eprintln!(
+        "recovered {} of {total} records, {failed} errors (cuda)",
+        total - failed
+    );
+    Ok(if args.fail_on_invalid && failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Records answered and refused so far.
+#[derive(Default)]
+struct Tally {
+    total: u64,
+    failed: u64,
+}
+
+impl Tally {
+    /// Writes one answer line, `{"<key>": at, "address", "pubkey"}` or `{"<key>": at, "error"}`.
+    fn write(
+        &mut self,
+        out: &mut impl Write,
+        key: &str,
+        at: u64,
+        result: Result<Recovered, RecordError>,
+    ) -> std::io::Result<()> {
+        let mut line = serde_json::Map::new();
+        line.insert(key.into(), at.into());
+        match result {
+            Ok(rec) => {
+                line.insert("address".into(), checksum_address(&rec.address).into());
+                line.insert("pubkey".into(), hex::encode(rec.pubkey).into());
+            }
+            Err(e) => {
+                self.failed += 1;
+                line.insert("error".into(), e.to_string().into());
+            }
+        }
+        self.total += 1;
+        writeln!(out, "{}", serde_json::Value::Object(line))
+    }
+}
+
+/// The `--raw` input: `path`, or standard input for none or `-`.
+fn open_raw(path: Option<&Path>) -> anyhow::Result<Box<dyn Read + Send>> {
+    match path {
+        Some(p) if p != Path::new("-") => Ok(Box::new(
+            std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()))?,
+        )),
+        _ => Ok(Box::new(std::io::stdin())),
+    }
 }
 
 /// EIP-55 mixed-case checksum encoding (alloy's).

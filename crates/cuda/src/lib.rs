@@ -17,6 +17,7 @@
 //! - [`kernels`]: source assembly of each module and its NVRTC options; [`KernelConfig`].
 //! - [`codegen`]: the generated curve header and the byte/word conversions.
 //! - [`host`]: the kernels' arithmetic compiled for the host (tests and table building).
+//! - [`ethtx`]: raw Ethereum transactions to senders: the module, its batch layout, its host build.
 //! - [`signers`]: known signers' tables, their index and batches.
 //! - [`messages`]: staging of messages for the SM3 kernel.
 //! - [`known_answers`]: the embedded records and verdicts of the ECDSA start-up self-test.
@@ -26,6 +27,7 @@ pub mod backend;
 pub mod codegen;
 pub mod config;
 mod engine;
+pub mod ethtx;
 #[cfg(feature = "bench")]
 mod hooks;
 pub mod host;

@@ -15,6 +15,8 @@
 //! * [`keydir`], [`password`]: geth-style keystore directories (`UTC--…` files, 0600, never
 //!   overwritten) and passwords from files or the environment.
 //! * [`Signer`]: keys held by address, the API a signing server builds on.
+//! * [`rawtx`]: raw transactions' senders with their refusals sorted ([`rawtx::TxFault`]), the CPU
+//!   reference for device decoders, and the length-prefixed file format of `chainsig recover --raw`.
 //! * [`recover`]: senders of raw transactions and bare signatures, as `chainsig recover` reads them.
 //! * [`batch`]: the user's transactions signed in bulk (`chainsig eth sign-bulk`), nonces per sender.
 //! * [`bulk`]: generated filler transactions signed on every core (`sign-bulk --random`, benchmarks),
@@ -34,6 +36,7 @@ pub mod keydir;
 pub mod keystore;
 pub mod password;
 pub mod quantity;
+pub mod rawtx;
 pub mod recover;
 pub mod rfc6979;
 pub mod signing;

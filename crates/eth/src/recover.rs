@@ -1,11 +1,11 @@
 //! Sender recovery for records in the `recover` format (`shared/specs/cli.md`): the path that
 //! `chainsig recover` and the server's `chainsig_recoverBatch` share.
 //!
-//! Raw transactions are decoded, and their senders recovered, on the host (decoding needs the
-//! whole envelope, which no batch backend takes); bare signatures go to the backend the registry
+//! Raw transactions are decoded, and their senders recovered, on the host by
+//! [`crate::rawtx::recover_raw`] (decoding needs the whole envelope, which no batch backend takes); bare signatures go to the backend the registry
 //! picks as one batch, with the registry's CPU fallback.
 
-use crate::decode_raw;
+use crate::rawtx::recover_raw;
 use chainsig_core::record::RecoverRecord;
 use chainsig_core::{BackendError, RecordError, RecoverItem, Recovered, Registry};
 use rayon::prelude::*;
@@ -74,13 +74,8 @@ fn resolve_on_host(record: Result<RecoverRecord, RecordError>) -> Pending {
     match record {
         Err(e) => Pending::Done(Err(e)),
         Ok(RecoverRecord::Signature(item)) => Pending::Signature(item),
-        Ok(RecoverRecord::Transaction(raw)) => Pending::Done(
-            decode_raw(&raw)
-                .map(|tx| Recovered {
-                    pubkey: tx.public_key,
-                    address: tx.from.into_array(),
-                })
-                .map_err(|e| RecordError::new("", e.to_string())),
-        ),
+        Ok(RecoverRecord::Transaction(raw)) => {
+            Pending::Done(recover_raw(&raw).map_err(|e| RecordError::new("", e.to_string())))
+        }
     }
 }

@@ -36,7 +36,7 @@ use crate::EthError;
 pub const RERANDOMISE_EVERY: u32 = 4096;
 
 /// half the group order n, for the low-s rule
-const HALF_ORDER: U256 = U256::from_limbs([
+pub(crate) const HALF_ORDER: U256 = U256::from_limbs([
     0xdfe9_2f46_681b_20a0,
     0x5d57_6e73_57a4_501d,
     0xffff_ffff_ffff_ffff,

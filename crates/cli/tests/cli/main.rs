@@ -6,5 +6,6 @@ mod common; // helpers shared by the modules below
 mod eth_cli;
 mod kem_bench_cli;
 mod loadtest_cli;
+mod recover_raw_cli;
 mod serve_cli;
 mod verify_cli;

@@ -19,6 +19,7 @@
 //! per-buffer event tracking is not wanted.
 
 mod ecdsa;
+mod ethtx;
 mod selftest;
 mod signers;
 mod slots;
@@ -75,6 +76,8 @@ pub(crate) struct Engine {
     host: Option<(Arc<dyn Backend>, usize)>,
     /// The ECDSA curves' kernels, each loaded at the curve's first batch.
     ecdsa: Vec<EcdsaKernels>,
+    /// The raw-transaction kernel, loaded at the first batch of raw transactions.
+    ethtx: Option<ethtx::EthtxKernel>,
 }
 
 /// Messages to hash on the GPU (record i of the work is message i) and the SM3 kernel.
@@ -235,6 +238,7 @@ impl Engine {
             ktabs: None,
             host: None,
             ecdsa: Vec::new(),
+            ethtx: None,
         };
         engine.check_field_arithmetic()?;
         Ok((engine, res, from_cache))

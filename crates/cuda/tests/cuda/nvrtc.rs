@@ -118,6 +118,31 @@ fn sm3_kernel_compiles_for_sm90_without_spills() {
     );
 }
 
+/// The raw-transaction module (kernels/ethtx.cuh): its parse and address kernels.
+#[test]
+fn ethtx_module_compiles_for_sm90_without_spills() {
+    if !chainsig_gpu::nvrtc_or_skip() {
+        return;
+    }
+    let compiled = chainsig_cuda::ethtx::compile("sm_90").expect("NVRTC compile");
+    let res = chainsig_gpu::parse_resources(&compiled.log);
+    for name in [
+        chainsig_cuda::ethtx::PARSE_KERNEL,
+        chainsig_cuda::ethtx::ADDRESS_KERNEL,
+    ] {
+        let r = res
+            .iter()
+            .find(|r| r.kernel == name)
+            .unwrap_or_else(|| panic!("no ptxas report for {name}"));
+        println!(
+            "{:20} {:3} registers, {:5} B stack, spills {} B stored / {} B loaded",
+            r.kernel, r.registers, r.stack_bytes, r.spill_stores, r.spill_loads
+        );
+        assert!(r.registers > 0);
+        assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{name} spills");
+    }
+}
+
 #[test]
 fn ptxas_report_parsing() {
     let log = "ptxas info    : Compiling entry function 'k1' for 'sm_90'\n\

@@ -8,6 +8,7 @@ use alloy_primitives::{keccak256, Address, Signature, B256, U256};
 use serde_json::{json, Map, Value};
 
 use super::{SignedTx, TxType};
+use crate::rawtx::{decode_fault, RawTxError};
 use crate::signing::recover_prehash;
 use crate::EthError;
 
@@ -28,19 +29,18 @@ pub struct DecodedTx {
     pub public_key: [u8; 65],
 }
 
-/// The envelope of `raw`, its type, signing hash and signature, without recovering the sender.
-fn open_envelope(raw: &[u8]) -> Result<(TxEnvelope, TxType, B256, Signature), EthError> {
+/// The envelope of `raw`, its type, signing hash and signature, without recovering the sender;
+/// a refusal carries its [`crate::rawtx::TxFault`].
+pub(crate) fn open_envelope(
+    raw: &[u8],
+) -> Result<(TxEnvelope, TxType, B256, Signature), RawTxError> {
     if raw.is_empty() {
-        return Err(EthError::field("tx", "empty"));
+        return Err(RawTxError::empty());
     }
     let mut rest = raw;
-    let envelope = TxEnvelope::decode_2718(&mut rest)
-        .map_err(|e| EthError::field("tx", format!("does not decode: {e}")))?;
+    let envelope = TxEnvelope::decode_2718(&mut rest).map_err(|e| decode_fault(raw, e))?;
     if !rest.is_empty() {
-        return Err(EthError::field(
-            "tx",
-            format!("{} trailing bytes after the transaction", rest.len()),
-        ));
+        return Err(RawTxError::trailing(rest.len()));
     }
     let (tx_type, signing_hash, signature) = match &envelope {
         TxEnvelope::Legacy(s) => (TxType::Legacy, s.signature_hash(), *s.signature()),

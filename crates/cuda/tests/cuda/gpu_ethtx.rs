@@ -1,0 +1,102 @@
+//! On a machine with a CUDA GPU: raw transactions through `CudaBackend::recover_raw` give the CPU
+//! path's sender or fault (`chainsig_eth::rawtx::recover_raw`) for every record, and the run is
+//! timed. Records as a node sees them (mostly EIP-1559, some legacy and EIP-2930, a few blob and
+//! EIP-7702 transactions) with 5% broken ones (chainsig_eth::rawtx::corpus).
+//!
+//! CHAINSIG_ETHTX_RECORDS sets the count (default 20,000; the device check runs 1,048,576) and
+//! CHAINSIG_ETHTX_SEED the seed (default: fresh from the clock, printed). Without a driver or GPU
+//! the test prints why it skipped.
+
+use chainsig_cuda::ethtx::{RawBatch, FAULT_DEFER};
+use chainsig_cuda::{CudaBackend, CudaConfig};
+use chainsig_eth::rawtx::corpus::Corpus;
+use chainsig_eth::rawtx::recover_raw;
+use rayon::prelude::*;
+use std::time::Instant;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn gpu_raw_transactions_give_the_cpus_senders_and_faults() {
+    if !chainsig_gpu::driver_available() {
+        eprintln!("skipped: no CUDA driver on this machine");
+        return;
+    }
+    let gpu = match CudaBackend::new(CudaConfig::default()) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let count: usize = env_or("CHAINSIG_ETHTX_RECORDS", 20_000);
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let seed: u64 = env_or("CHAINSIG_ETHTX_SEED", clock);
+    let started = Instant::now();
+    const PART: usize = 4096;
+    let records: Vec<Vec<u8>> = (0..count.div_ceil(PART))
+        .into_par_iter()
+        .flat_map_iter(|part| {
+            let n = PART.min(count - part * PART);
+            Corpus::new(seed ^ (part as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15), 16).mixed(n, 0.05)
+        })
+        .collect();
+    println!(
+        "seed {seed}: {count} records generated in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    let batch = RawBatch::pack(records.iter().map(Vec::as_slice));
+    // The first call compiles (or loads) and checks the modules; the timed one is the second.
+    gpu.recover_raw(&RawBatch::pack(records.iter().take(64).map(Vec::as_slice)))
+        .expect("warm-up");
+    let started = Instant::now();
+    let got = gpu.recover_raw(&batch).expect("recover_raw");
+    let gpu_s = started.elapsed().as_secs_f64();
+    assert_eq!(got.len(), count);
+    let started = Instant::now();
+    let want: Vec<_> = records.par_iter().map(|raw| recover_raw(raw)).collect();
+    let cpu_s = started.elapsed().as_secs_f64();
+    let (mut senders, mut faults, mut deferred, mut bad) = (0usize, 0usize, 0usize, Vec::new());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let agree = match (g, w) {
+            (Ok((address, key)), Ok(rec)) => {
+                senders += 1;
+                *address == rec.address && key[..] == rec.pubkey[..]
+            }
+            (Err(code), _) if *code == FAULT_DEFER => {
+                deferred += 1;
+                true
+            }
+            (Err(code), Err(e)) => {
+                faults += 1;
+                *code == e.fault.code()
+            }
+            _ => false,
+        };
+        if !agree {
+            bad.push(i);
+        }
+    }
+    println!(
+        "{count} raw transactions: GPU {:.3} s ({:.3e}/s, copies included), CPU path on {} threads {:.3} s ({:.3e}/s); {senders} senders, {faults} faults, {deferred} deferred, {} disagreements",
+        gpu_s,
+        count as f64 / gpu_s,
+        rayon::current_num_threads(),
+        cpu_s,
+        count as f64 / cpu_s,
+        bad.len()
+    );
+    assert!(
+        bad.is_empty(),
+        "seed {seed}: {} disagreements, first records {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
+}
