@@ -4,6 +4,7 @@
 
 mod common; // helpers shared by the modules below
 mod eth_cli;
+mod fault_cli;
 mod kem_bench_cli;
 mod loadtest_cli;
 mod serve_cli;
