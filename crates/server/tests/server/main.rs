@@ -6,4 +6,5 @@ mod common; // helpers shared by the modules below
 mod grpc;
 mod grpc_listener;
 mod http;
+mod openapi;
 mod tls;
