@@ -38,6 +38,8 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
             })
             .collect();
         let outcome = recover_records(&registry, &args.backend, records)?;
+        // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
+        let _writing = crate::stop::writing();
         for ((number, _), result) in chunk.iter().zip(outcome.results) {
             let line = match result {
                 Ok(rec) => serde_json::json!({

@@ -8,4 +8,5 @@ mod fault_cli;
 mod kem_bench_cli;
 mod loadtest_cli;
 mod serve_cli;
+mod sigterm_cli;
 mod verify_cli;
