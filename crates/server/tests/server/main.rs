@@ -3,6 +3,7 @@
 //! `cargo test -p chainsig-server --test server -- http::`.
 
 mod common; // helpers shared by the modules below
+mod faults;
 mod grpc;
 mod grpc_listener;
 mod http;

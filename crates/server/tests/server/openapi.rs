@@ -1,15 +1,10 @@
 //! The OpenAPI document (`GET /openapi.json`) against the service it describes: every path and
 //! operation it names is routed (a request to it is not answered "no such route" or 405), no
 //! other path is, and its JSON-RPC method list is exactly the methods the service dispatches.
-//! Also the service over a failing backend: an injected failure or panic in the verifier gets
-//! the caller a JSON-RPC error, never a hung request, and the next call is answered.
 
 use crate::common::*;
-use chainsig_core::fault::{FaultPlan, FaultyBackend};
-use chainsig_server::batcher::BatcherConfig;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 /// The paths the router serves over HTTP (gRPC's are described by its protobuf files).
 const ROUTES: &[(&str, &str)] = &[
@@ -90,51 +85,4 @@ async fn the_document_describes_exactly_the_routes_and_methods_served() {
         server.call("eth_mine", json!([])).await["error"]["code"],
         -32601
     );
-}
-
-#[tokio::test]
-async fn a_failing_or_panicking_verifier_gets_callers_an_error_and_the_next_call_an_answer() {
-    let mut registry = chainsig_cpu::cpu_registry();
-    let cpu = registry.get("cpu").unwrap();
-    let plan = FaultPlan::parse("1,panic:2,short:3").unwrap();
-    registry.register(Arc::new(FaultyBackend::new("fault", cpu, plan)));
-    let server = TestServer::start(Options {
-        registry,
-        batcher: BatcherConfig {
-            backend: "fault".into(),
-            ..BatcherConfig::default()
-        },
-        ..Options::default()
-    })
-    .await;
-    let spec = chainsig_testkit::GenSpec {
-        alg: chainsig_core::Algorithm::Secp256k1,
-        seed: 30,
-        invalid_ratio: 0.0,
-        msg_len: 8,
-    };
-    let g = chainsig_testkit::record(&spec, 0);
-    let records = json!([[{
-        "alg": "secp256k1",
-        "pubkey": hex::encode(&g.pubkey),
-        "msg": hex::encode(&g.msg),
-        "sig": hex::encode(g.sig),
-    }]]);
-    for reason in [
-        "injected fault on call 1",
-        "panicked",
-        "answered 0 results for 1 items",
-    ] {
-        let (code, message) = tokio::time::timeout(
-            std::time::Duration::from_secs(20),
-            server.error("chainsig_verifyBatch", records.clone()),
-        )
-        .await
-        .expect("an answer, not a hung request");
-        assert_eq!(code, -32603);
-        assert!(message.contains(reason), "{message}");
-    }
-    // Past the plan the backend answers.
-    let answer = server.result("chainsig_verifyBatch", records).await;
-    assert_eq!(answer, json!([{"valid": true}]));
 }
