@@ -6,7 +6,7 @@
 //! batch is harvested into a later one). Without a GPU every test prints why it skipped.
 //!
 //! Run on the GPU machine:
-//! `cargo test --release -p chainsig-cuda --features fault-injection --test gpu_fault -- --test-threads 1`
+//! `CHAINSIG_REQUIRE_GPU=1 cargo test --release -p chainsig-cuda --features fault-injection --test gpu_fault -- --test-threads 1`
 //! (one thread: the switch counts the launches and copies of the whole process).
 
 use chainsig_core::backend::{Backend, BackendError};
@@ -19,22 +19,27 @@ use std::sync::Arc;
 /// Items per chunk: a batch of 20,000 is 20 chunks, 20 launches and 40 copies over the streams.
 const CHUNK: usize = 1024;
 
+/// The backend, or None (the test skips) without a GPU; with `CHAINSIG_REQUIRE_GPU=1` a missing
+/// GPU fails the test instead, so a device run cannot pass by skipping.
 fn backend_or_skip() -> Option<Arc<CudaBackend>> {
-    if !chainsig_gpu::driver_available() {
-        eprintln!("skipped: no CUDA driver on this machine");
-        return None;
-    }
     let config = CudaConfig {
         chunk_items: Some(CHUNK),
         ..CudaConfig::default()
     };
-    match CudaBackend::new(config) {
-        Ok(b) => Some(Arc::new(b)),
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            None
+    let why = if !chainsig_gpu::driver_available() {
+        "no CUDA driver on this machine".to_string()
+    } else {
+        match CudaBackend::new(config) {
+            Ok(b) => return Some(Arc::new(b)),
+            Err(e) => e.to_string(),
         }
-    }
+    };
+    assert!(
+        std::env::var("CHAINSIG_REQUIRE_GPU").as_deref() != Ok("1"),
+        "CHAINSIG_REQUIRE_GPU=1 but the GPU cannot be used: {why}"
+    );
+    eprintln!("skipped: {why}");
+    None
 }
 
 fn registry_with(gpu: &Arc<CudaBackend>) -> Registry {
