@@ -145,3 +145,42 @@ fn recover_stops_on_sigterm_after_whole_answers() {
         }
     }
 }
+
+#[test]
+fn sign_bulk_stops_on_sigterm_after_whole_answers_with_no_nonce_skipped() {
+    let dir = crate::common::TempDir::new("sigterm-sign-bulk");
+    let mnemonic = dir.file(
+        "mnemonic",
+        "test test test test test test test test test test test junk\n",
+    );
+    let line = r#"{"from":"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266","to":"0x3535353535353535353535353535353535353535","gas":21000,"maxFeePerGas":"0x64","maxPriorityFeePerGas":"0x1","value":"0x1"}"#;
+    let input = format!("{line}\n").repeat(1000);
+    let mnemonic = mnemonic.to_str().unwrap();
+    let (code, out, log) = terminated_mid_stream(
+        &[
+            "eth",
+            "sign-bulk",
+            "--wallets",
+            "1",
+            "--chain-id",
+            "5",
+            "--mnemonic-file",
+            mnemonic,
+            "--out",
+            "-",
+        ],
+        input,
+    );
+    assert_eq!(code, Some(143), "{log}");
+    let answers = whole_answers(&out);
+    assert!(answers.len() >= 100, "{} answers", answers.len());
+    // The nonces given out are 0, 1, 2, … with none skipped: a transaction signed but not
+    // written when the signal came is not given out, and its nonce is the next run's.
+    for (i, answer) in answers.iter().enumerate() {
+        assert_eq!(answer["nonce"], i as u64, "{answer}");
+        assert!(
+            answer["raw"].as_str().unwrap().starts_with("0x02"),
+            "{answer}"
+        );
+    }
+}
