@@ -984,3 +984,84 @@ fn header_is_current() {
         "{path} is out of date: run CHAINSIG_BLESS=1 cargo test -p chainsig-capi header_is_current"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A failing accelerator
+
+/// Set in the child process of `a_failing_accelerator_loses_and_reorders_nothing`.
+const FAULT_CHILD: &str = "CHAINSIG_CAPI_FAULT_CHILD";
+
+/// The C ABI over a failing accelerator: this test runs [`fault_child`] in a child process with
+/// the `CHAINSIG_FAULT` switch of test builds set (`chainsig_cpu::cpu_registry`), which adds a
+/// backend that `auto` prefers and whose chosen calls fail, panic or answer short. A process of
+/// its own, because the switch is read from the environment when a context opens.
+#[test]
+fn a_failing_accelerator_loses_and_reorders_nothing() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["fault_child", "--exact", "--nocapture"])
+        .env(FAULT_CHILD, "1")
+        .env("CHAINSIG_FAULT", "1-2,panic:3,short:4,6,8-9,panic:11")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{log}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(log.contains("1 passed"), "the child ran nothing: {log}");
+    // The panics were injected (and their messages printed by the panic hook), so the faulty
+    // calls were reached: the last one chosen, 11, among them.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for n in [3, 11] {
+        assert!(
+            stderr.contains(&format!("injected panic on call {n} of backend fault")),
+            "{stderr}"
+        );
+    }
+}
+
+/// Runs only as the child of `a_failing_accelerator_loses_and_reorders_nothing`: every verdict
+/// of `cs_verify` and of submitted batches equals the CPU pipeline's, row by row, while the
+/// accelerator fails, panics or answers short on the calls the parent chose; no call returns an
+/// error and no panic reaches the caller.
+#[test]
+fn fault_child() {
+    if std::env::var(FAULT_CHILD).is_err() {
+        return;
+    }
+    let (rows, _) = random_rows(41, 100);
+    let pipeline = pipeline_verdicts(&rows);
+    let ctx = Ctx::open("auto");
+    // Each cs_verify call asks the registry once per algorithm and low-s rule present: calls
+    // 1 to 6 or so land in the first two batches, the rest in the submitted ones.
+    for round in 0..2 {
+        let (words, len) = pack(&rows);
+        let (code, bitmap, errors) = ctx.verify(&words, len, rows.len());
+        assert_eq!(code, CS_OK, "round {round}: {}", last_error(ctx.0));
+        assert!(errors.iter().all(|&e| e == CS_OK), "{errors:?}");
+        for (i, want) in pipeline.iter().enumerate() {
+            assert_eq!(bit(&bitmap, i), *want, "round {round}, row {i}");
+        }
+    }
+    let mut tickets = Vec::new();
+    for batch in rows.chunks(70) {
+        let (words, len) = pack(batch);
+        let mut ticket = null_mut();
+        let code =
+            unsafe { cs_submit(ctx.0, words.as_ptr().cast(), len, batch.len(), &mut ticket) };
+        assert_eq!(code, CS_OK, "{}", last_error(ctx.0));
+        tickets.push((ticket, batch.len()));
+    }
+    for (k, (ticket, n)) in tickets.into_iter().enumerate() {
+        let mut bitmap = [0u64; 2];
+        let mut errors = vec![-1; n];
+        let code = unsafe { cs_wait(ticket, bitmap.as_mut_ptr(), 2, errors.as_mut_ptr()) };
+        assert_eq!(code, CS_OK, "{}", last_error(ctx.0));
+        for i in 0..n {
+            assert_eq!(bit(&bitmap, i), pipeline[k * 70 + i], "ticket {k}, row {i}");
+        }
+        assert!(errors.iter().all(|&e| e == CS_OK));
+        assert_eq!(unsafe { cs_ticket_free(ticket) }, CS_OK);
+    }
+}

@@ -13,6 +13,7 @@ mod keysource;
 mod recover;
 mod serve;
 mod sign_bulk;
+mod stop;
 mod verify;
 
 use clap::{Parser, Subcommand};

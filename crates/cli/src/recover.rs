@@ -69,6 +69,8 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
                 })
                 .collect();
             let outcome = recover_records(&registry, &args.backend, records)?;
+            // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
+            let _writing = crate::stop::writing();
             for (index, result) in indices.into_iter().zip(outcome.results) {
                 tally.write(&mut out, "record", index, result)?;
             }
@@ -86,6 +88,7 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
                 })
                 .collect();
             let outcome = recover_records(&registry, &args.backend, records)?;
+            let _writing = crate::stop::writing();
             for ((number, _), result) in chunk.iter().zip(outcome.results) {
                 tally.write(&mut out, "line", *number, result)?;
             }
@@ -129,6 +132,7 @@ fn run_raw_on_gpu(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
                 .filter_map(|(_, frame)| frame.as_ref().ok().map(Vec::as_slice)),
         );
         let mut answers = gpu.recover_raw(&batch)?.into_iter();
+        let _writing = crate::stop::writing();
         for (index, frame) in chunk {
             let result = match frame {
                 Err(e) => Err(RecordError::new("", e.to_string())),

@@ -162,6 +162,8 @@ fn sign_input(
             let parsed = batch.par_iter().map(|line| parse_line(line)).collect();
             sign_batch(signer, parsed, &mut book)
         });
+        // A batch's answers are written whole, or not at all on SIGTERM (crate::stop).
+        let _writing = crate::stop::writing();
         for result in results {
             line_number += 1;
             match result {

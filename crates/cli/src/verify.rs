@@ -80,6 +80,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         for (alg, backend, n) in &outcome.batches {
             *used.entry(format!("{alg}:{backend}")).or_default() += *n as u64;
         }
+        // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
+        let _writing = crate::stop::writing();
         for ((number, _), verdict) in chunk.iter().zip(&outcome.verdicts) {
             match verdict {
                 Verdict::Valid => valid += 1,

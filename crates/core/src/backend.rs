@@ -173,12 +173,12 @@ impl Registry {
         backend: Arc<dyn Backend>,
         work: impl Fn(&dyn Backend) -> Result<T, BackendError>,
     ) -> Result<(T, String), BackendError> {
-        match work(backend.as_ref()) {
+        match contained(backend.as_ref(), &work) {
             Ok(out) => Ok((out, backend.name().to_string())),
             Err(err) if name == "auto" && backend.name() != CPU => {
                 tracing::warn!(backend = backend.name(), error = %err, "falling back to the CPU");
                 let cpu = self.get(CPU)?;
-                Ok((work(cpu.as_ref())?, CPU.to_string()))
+                Ok((contained(cpu.as_ref(), &work)?, CPU.to_string()))
             }
             Err(err) => Err(err),
         }
@@ -187,7 +187,9 @@ impl Registry {
     /// Verifies on the backend `select` picks, with the CPU fallback of `auto`. Returns the
     /// verdicts and the name of the backend that produced them.
     pub fn verify(&self, name: &str, batch: &Batch) -> Result<(Bitmap, String), BackendError> {
-        self.run_with_fallback(name, batch.alg(), batch.len(), |b| b.verify_batch(batch))
+        self.run_with_fallback(name, batch.alg(), batch.len(), |b| {
+            answered(b, batch.len(), b.verify_batch(batch)?)
+        })
     }
 
     /// SM2 records with messages on the backend `select` picks, with the same CPU fallback as
@@ -198,7 +200,7 @@ impl Registry {
         batch: &MessageBatch,
     ) -> Result<(Bitmap, String), BackendError> {
         self.run_with_fallback(name, Algorithm::Sm2, batch.len(), |b| {
-            b.verify_messages(batch)
+            answered(b, batch.len(), b.verify_messages(batch)?)
         })
     }
 
@@ -210,8 +212,62 @@ impl Registry {
         items: &[RecoverItem],
     ) -> Result<(Vec<Option<Recovered>>, String), BackendError> {
         let backend = self.select_by(name, items.len(), |b| b.recovers(), || "recovery".into())?;
-        self.run_on(name, backend, |b| b.recover_batch(items))
+        self.run_on(name, backend, |b| {
+            answered(b, items.len(), b.recover_batch(items)?)
+        })
     }
+}
+
+/// `work` on `backend`, with a panic inside it (a bug in a backend or its driver binding) turned
+/// into a device error: under `auto` the CPU then takes the work, and no caller (the C ABI
+/// included) sees a panic from a backend.
+fn contained<T>(
+    backend: &dyn Backend,
+    work: &impl Fn(&dyn Backend) -> Result<T, BackendError>,
+) -> Result<T, BackendError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(backend))).unwrap_or_else(
+        |panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Err(BackendError::Device {
+                backend: backend.name().to_string(),
+                reason: format!("panicked: {}", crate::error::quote(&what)),
+            })
+        },
+    )
+}
+
+/// Answers of any kind that can be counted: verdicts or recovered signers.
+trait Answers {
+    fn count(&self) -> usize;
+}
+
+impl Answers for Bitmap {
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Answers for Vec<Option<Recovered>> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// `answer` when it holds exactly one result per item, else a device error: a backend that
+/// answers short or long (a broken device, a bug) would otherwise shift every later verdict onto
+/// the wrong record. Under `auto` the error sends the work to the CPU like any other failure.
+fn answered<T: Answers>(backend: &dyn Backend, items: usize, answer: T) -> Result<T, BackendError> {
+    if answer.count() == items {
+        return Ok(answer);
+    }
+    Err(BackendError::Device {
+        backend: backend.name().to_string(),
+        reason: format!("answered {} results for {items} items", answer.count()),
+    })
 }
 
 #[cfg(test)]
@@ -279,6 +335,52 @@ mod tests {
             reg.verify("gpu", &batch(20)),
             Err(BackendError::Device { .. })
         ));
+    }
+
+    #[test]
+    fn an_answer_of_the_wrong_length_is_a_device_failure() {
+        use crate::fault::{FaultPlan, FaultyBackend};
+        let cpu: Arc<dyn Backend> = Arc::new(Fake {
+            name: CPU,
+            fails: false,
+        });
+        let plan = FaultPlan::parse("short:1-2").unwrap();
+        let mut reg = Registry::new();
+        reg.register(cpu.clone());
+        reg.register(Arc::new(FaultyBackend::new("gpu", cpu, plan)));
+        reg.set_gpu_crossover(1);
+        // Under auto the short answer is replaced by the CPU's whole one.
+        let (map, used) = reg.verify("auto", &batch(20)).unwrap();
+        assert_eq!((map.len(), map.count_valid(), used.as_str()), (20, 10, CPU));
+        // Asked for by name, it is refused, naming the counts.
+        let err = reg.verify("gpu", &batch(20)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "device error in backend gpu: answered 19 results for 20 items"
+        );
+        // Past the plan, the wrapped backend answers.
+        assert_eq!(reg.verify("gpu", &batch(20)).unwrap().1, "gpu");
+    }
+
+    #[test]
+    fn a_panicking_backend_is_a_device_failure_not_a_panic() {
+        use crate::fault::{FaultPlan, FaultyBackend};
+        let cpu: Arc<dyn Backend> = Arc::new(Fake {
+            name: CPU,
+            fails: false,
+        });
+        let plan = FaultPlan::parse("panic:1-2").unwrap();
+        let mut reg = Registry::new();
+        reg.register(cpu.clone());
+        reg.register(Arc::new(FaultyBackend::new("gpu", cpu, plan)));
+        reg.set_gpu_crossover(1);
+        let (map, used) = reg.verify("auto", &batch(20)).unwrap();
+        assert_eq!((map.count_valid(), used.as_str()), (10, CPU));
+        let err = reg.verify("gpu", &batch(20)).unwrap_err().to_string();
+        assert!(
+            err.starts_with("device error in backend gpu: panicked: \"injected panic on call 2"),
+            "{err}"
+        );
     }
 
     /// Verifies every algorithm and recovers only when `recovers`; counts its recoveries.

@@ -13,6 +13,7 @@ pub mod checkmem;
 pub mod curve;
 pub mod der;
 pub mod error;
+pub mod fault;
 pub mod hash;
 pub mod hexstr;
 pub mod messages;

@@ -159,8 +159,39 @@ impl Backend for CpuBackend {
 }
 
 /// A registry holding the CPU backend, the base every surface adds accelerators to.
+///
+/// Test builds (the `fault-injection` feature, which the test suites enable and release builds
+/// do not) read the switch `CHAINSIG_FAULT`: when it holds a fault plan
+/// (`chainsig_core::fault`), a backend named `fault` is added that works as the CPU backend except
+/// for the calls the plan chooses, and is preferred by `auto` for batches of any size, as a GPU
+/// would be for large ones. The command line, the service and the C ABI all start from here, so
+/// each can be run against a failing accelerator on a machine without one.
 pub fn cpu_registry() -> chainsig_core::Registry {
     let mut registry = chainsig_core::Registry::new();
-    registry.register(std::sync::Arc::new(CpuBackend::new()));
+    let cpu = std::sync::Arc::new(CpuBackend::new());
+    registry.register(cpu.clone());
+    #[cfg(feature = "fault-injection")]
+    add_fault_backend(&mut registry, cpu);
     registry
+}
+
+/// The `CHAINSIG_FAULT` switch of [`cpu_registry`]; a plan that does not read leaves the `fault`
+/// backend unavailable, saying why.
+#[cfg(feature = "fault-injection")]
+fn add_fault_backend(registry: &mut chainsig_core::Registry, cpu: std::sync::Arc<CpuBackend>) {
+    use chainsig_core::fault::{FaultPlan, FaultyBackend, FAULT_BACKEND};
+    let Ok(text) = std::env::var("CHAINSIG_FAULT") else {
+        return;
+    };
+    match FaultPlan::parse(&text) {
+        Ok(plan) => {
+            registry.register(std::sync::Arc::new(FaultyBackend::new(
+                FAULT_BACKEND,
+                cpu,
+                plan,
+            )));
+            registry.set_gpu_crossover(1);
+        }
+        Err(why) => registry.register_unavailable(FAULT_BACKEND, format!("CHAINSIG_FAULT: {why}")),
+    }
 }

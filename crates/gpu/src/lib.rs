@@ -8,6 +8,7 @@
 //! - [`nvrtc`]: NVRTC options, compilation straight to CUBIN, and ptxas's resource report
 //!   (registers, stack, spills).
 //! - [`cache`]: the on-disk CUBIN cache, keyed by source, options and architecture.
+//! - [`fault`]: the `fault-injection` switch that fails chosen launches and copies (tests only).
 //! - [`memory`]: RAII page-locked host buffers ([`Pinned`]) and device buffers ([`DevBuf`]).
 //! - [`timing`]: CUDA events, a stopwatch over a stream, and the median the benchmarks report.
 //!
@@ -19,6 +20,7 @@
 pub mod cache;
 pub mod driver;
 pub mod error;
+pub mod fault;
 pub mod memory;
 pub mod nvrtc;
 pub mod timing;

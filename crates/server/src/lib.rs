@@ -154,7 +154,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/eth1/publicKeys", get(rest::public_keys))
         .route("/upcheck", get(rest::upcheck))
         .route("/healthcheck", get(rest::healthcheck))
-        .route("/metrics", get(rest::metrics));
+        .route("/metrics", get(rest::metrics))
+        .route("/openapi.json", get(rest::openapi));
     layered(grpc::add_routes(routes, &state), state)
 }
 

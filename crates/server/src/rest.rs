@@ -8,6 +8,10 @@
 //! * `GET /api/v1/eth1/publicKeys`: the uncompressed public keys (`0x04…`), in address order.
 //! * `GET /upcheck`: 200 `OK` (no authentication, for load balancers).
 //! * `GET /healthcheck`: web3signer's shape, with the number of keys loaded.
+//! * `GET /openapi.json`: the OpenAPI 3 description of every HTTP route and JSON-RPC method,
+//!   written by hand (the handlers read their bodies themselves, so no derive could describe
+//!   them) in `openapi.json` beside Cargo.toml; a test checks it against the router and the
+//!   method tables, and CI runs schemathesis on a live service against it.
 
 use crate::auth::Client;
 use crate::{ops, AppState};
@@ -152,4 +156,12 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         state.metrics.render(),
     )
         .into_response()
+}
+
+/// The OpenAPI 3 document `GET /openapi.json` serves.
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+/// `GET /openapi.json`.
+pub async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }

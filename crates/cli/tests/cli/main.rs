@@ -4,8 +4,10 @@
 
 mod common; // helpers shared by the modules below
 mod eth_cli;
+mod fault_cli;
 mod kem_bench_cli;
 mod loadtest_cli;
 mod recover_raw_cli;
 mod serve_cli;
+mod sigterm_cli;
 mod verify_cli;

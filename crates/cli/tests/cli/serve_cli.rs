@@ -722,3 +722,57 @@ fn refuses_key_files_it_cannot_or_should_not_open() {
         "{stderr}"
     );
 }
+
+#[test]
+fn sigterm_answers_every_verification_already_sent() {
+    let dir = keys_dir("inflight");
+    // A long gathering window: the requests are still in the batcher when the signal comes.
+    let mut served = Served::start(&dir, &["--verify-window-us", "500000"]);
+    let addr = served.http;
+    let record = serde_json::json!({
+        "alg": "secp256k1",
+        "pubkey": format!("02{}", "11".repeat(32)),
+        "digest": "22".repeat(32),
+        "sig": "33".repeat(64),
+    });
+    let (sent, all_sent) = mpsc::channel();
+    let clients: Vec<_> = (0..8)
+        .map(|id| {
+            let sent = sent.clone();
+            let call = serde_json::json!({
+                "jsonrpc": "2.0", "id": id, "method": "chainsig_verifyBatch",
+                "params": [vec![record.clone(); id + 1]],
+            })
+            .to_string();
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
+                stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                let request = format!("POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok-1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{call}", call.len());
+                stream.write_all(request.as_bytes()).unwrap();
+                sent.send(()).unwrap();
+                let mut answer = String::new();
+                stream.read_to_string(&mut answer).unwrap();
+                answer
+            })
+        })
+        .collect();
+    for _ in 0..8 {
+        all_sent.recv_timeout(Duration::from_secs(20)).unwrap();
+    }
+    // The requests have been written; give the server a moment to read them, then stop it.
+    std::thread::sleep(Duration::from_millis(100));
+    served.sigterm();
+    served.wait_for("SIGTERM");
+    for (id, client) in clients.into_iter().enumerate() {
+        let answer = client.join().unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let body = answer.split_once("\r\n\r\n").unwrap().1;
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["id"], id, "{body}");
+        let verdicts = body["result"].as_array().unwrap();
+        assert_eq!(verdicts.len(), id + 1, "{body}");
+        assert!(verdicts.iter().all(|v| v["error"].is_string()), "{body}");
+    }
+    let (code, log) = served.exit();
+    assert_eq!(code, Some(0), "{log}");
+}

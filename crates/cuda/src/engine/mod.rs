@@ -43,6 +43,7 @@ use chainsig_gpu::cudarc;
 use chainsig_gpu::cudarc::driver::{
     result, sys, CudaContext, CudaFunction, LaunchConfig, PushKernelArg,
 };
+use chainsig_gpu::fault::{self, Op};
 use chainsig_gpu::{device_err, DevBuf, Resources};
 use ecdsa::{loaded_ecdsa, EcdsaKernels};
 use slots::{Outputs, Pending, Slot};
@@ -302,14 +303,32 @@ impl Engine {
                 .map_err(|e| device_err("bind context", e))?;
         }
         let chunk = self.chunk_len(total);
-        let mut c = 0; // chunks launched, over every work
-        for (w, &work) in works.iter().enumerate() {
-            c = self.launch_chunks(w, work, chunk, c, &mut out)?;
-        }
-        for slot in &mut self.slots {
-            slot.harvest(&mut out)?;
+        let mut run = || -> Result<(), BackendError> {
+            let mut c = 0; // chunks launched, over every work
+            for (w, &work) in works.iter().enumerate() {
+                c = self.launch_chunks(w, work, chunk, c, &mut out)?;
+            }
+            for slot in &mut self.slots {
+                slot.harvest(&mut out)?;
+            }
+            Ok(())
+        };
+        if let Err(e) = run() {
+            self.abandon();
+            return Err(e);
         }
         Ok(out)
+    }
+
+    /// After a failed pipeline: forgets the chunks still pending, which belong to the failed
+    /// works (left pending, the next pipeline would harvest them into its own outputs), once
+    /// their streams have stopped using the slots' buffers. A stream that cannot be synchronised
+    /// (a lost context) is left to the error already being reported.
+    fn abandon(&mut self) {
+        for slot in &mut self.slots {
+            slot.pending = None;
+            let _ = slot.stream.synchronize();
+        }
     }
 
     /// Stages and launches the chunks of work `w`, chunk numbers from `c` on (chunk `c` goes to
@@ -395,6 +414,7 @@ impl Engine {
                 }
             }
             let s = slot.stream.cu_stream();
+            fault::check(Op::Copy, "copy in")?;
             // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers are not
             // touched again until `done` has completed (harvest syncs on it first).
             unsafe {
@@ -425,10 +445,12 @@ impl Engine {
             if keys_stride > 0 {
                 b.arg(&dkeys);
             }
+            fault::check(Op::Launch, "kernel launch")?;
             // SAFETY: argument types match the kernel's (u64 pointers, u32 stride and count, and
             // for cs_verify_signed the tables' pointer before the output's, for the recovery
             // kernel the keys' pointer after it).
             unsafe { b.launch(cfg) }.map_err(|e| device_err("kernel launch", e))?;
+            fault::check(Op::Copy, "copy out")?;
             // SAFETY: as for the copy in (pin_keys and dev_keys hold 16 keys_stride words).
             unsafe {
                 result::memcpy_dtoh_async(&mut slot.pin_out.as_mut_slice()[..out_words], dout, s)

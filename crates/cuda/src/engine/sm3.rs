@@ -82,6 +82,7 @@ pub(super) fn hash_chunk(
     slot.reserve_messages(msg_words)?;
     crate::messages::stage(mb, i0, m, mp, slot.pin_msg.as_mut_slice())
         .map_err(|e| device_err("stage messages", e))?;
+    chainsig_gpu::fault::check(chainsig_gpu::fault::Op::Copy, "copy messages in")?;
     // SAFETY: pin_msg and dev_msg hold msg_words words; the pinned buffer is not touched again
     // until the slot's event has completed (harvest syncs on it first).
     unsafe {
@@ -104,6 +105,7 @@ pub(super) fn hash_chunk(
         .arg(&stride)
         .arg(&count)
         .arg(&e_rows);
+    chainsig_gpu::fault::check(chainsig_gpu::fault::Op::Launch, "SM3 kernel launch")?;
     // SAFETY: argument types match cs_sm3_e (three device pointers, stride, count,
     // output pointer); every buffer is sized for this chunk.
     unsafe { b.launch(cfg) }.map_err(|e| device_err("SM3 kernel launch", e))?;

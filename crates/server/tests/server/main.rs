@@ -3,7 +3,9 @@
 //! `cargo test -p chainsig-server --test server -- http::`.
 
 mod common; // helpers shared by the modules below
+mod faults;
 mod grpc;
 mod grpc_listener;
 mod http;
+mod openapi;
 mod tls;
