@@ -13,6 +13,7 @@ pub mod checkmem;
 pub mod curve;
 pub mod der;
 pub mod error;
+pub mod flat_json;
 pub mod hash;
 pub mod hexstr;
 pub mod messages;
