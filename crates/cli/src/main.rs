@@ -4,6 +4,7 @@
 mod account;
 mod backends;
 mod bench;
+mod bench_file;
 mod bench_kem;
 mod eth;
 mod gen;
@@ -14,6 +15,7 @@ mod recover;
 mod serve;
 mod sign_bulk;
 mod verify;
+mod verify_pipeline;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
