@@ -53,6 +53,10 @@ pub struct Stats {
     pub verify: Duration,
     /// Formatting and writing the verdict lines, in order.
     pub write: Duration,
+    /// Within `verify`, on the GPU backend: chunks copied into its pinned staging buffers, and
+    /// waiting for their copies and kernels ([`chainsig_cuda::PipelineTimes`]); `None` when no
+    /// GPU backend started.
+    pub gpu: Option<chainsig_cuda::PipelineTimes>,
     pub wall: Duration,
     /// Input bytes and lines.
     pub bytes: u64,
@@ -92,6 +96,7 @@ struct Answer {
 /// been written.
 pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summary> {
     let started = Instant::now();
+    let gpu_before = crate::backends::started_cuda().map(|c| c.pipeline_times());
     let preparer = Preparer::new();
     let chunks = Mutex::new((0u64, crate::input::text_chunks(input, opts.chunk)));
     let (tx, rx) = mpsc::sync_channel::<(u64, anyhow::Result<Answer>)>(WORKERS);
@@ -124,6 +129,15 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
         Ok(summary)
     })?;
     summary.stats.wall = started.elapsed();
+    summary.stats.gpu = crate::backends::started_cuda()
+        .zip(gpu_before)
+        .map(|(cuda, before)| {
+            let now = cuda.pipeline_times();
+            chainsig_cuda::PipelineTimes {
+                stage: now.stage - before.stage,
+                wait: now.wait - before.wait,
+            }
+        });
     Ok(summary)
 }
 
@@ -234,7 +248,7 @@ impl Stats {
             self.wall.as_secs_f64(),
             rate(self.wall)
         );
-        for (name, d, what) in [
+        let mut rows = vec![
             ("read", self.read, "reading, cutting lines (1 thread)"),
             ("parse", self.parse, "JSON and hex (all cores)"),
             (
@@ -247,8 +261,21 @@ impl Stats {
                 self.verify,
                 "batching, staging, copies, verification",
             ),
-            ("write", self.write, "verdict lines, in order (1 thread)"),
-        ] {
+        ];
+        if let Some(gpu) = self.gpu {
+            rows.push((
+                " stage",
+                gpu.stage,
+                "of which: GPU chunks into pinned buffers",
+            ));
+            rows.push((
+                " wait",
+                gpu.wait,
+                "of which: waiting on GPU copies and kernels",
+            ));
+        }
+        rows.push(("write", self.write, "verdict lines, in order (1 thread)"));
+        for (name, d, what) in rows {
             text += &format!(
                 "  {name:<8}{:>9.3} s {:>14.0} records/s  {what}\n",
                 d.as_secs_f64(),

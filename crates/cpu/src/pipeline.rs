@@ -107,19 +107,18 @@ impl PreparedRecords<'_> {
             Err(e) => Verdict::Error(e.clone()),
         }));
         for alg in Algorithm::ALL {
-            let members: Vec<(usize, PreparedItem)> = prepared
+            let (at, items): (Vec<usize>, Vec<PreparedItem>) = prepared
                 .iter()
                 .enumerate()
                 .filter_map(|(i, p)| match p {
                     Ok((a, Prepared::Digest(item))) if *a == alg => Some((i, *item)),
                     _ => None,
                 })
-                .collect();
-            if !members.is_empty() {
-                let batch =
-                    Batch::from_results(alg, low_s, members.iter().map(|(_, item)| Ok(*item)));
+                .unzip();
+            if !items.is_empty() {
+                let batch = Batch::from_items(alg, low_s, &items);
                 let (bitmap, used) = registry.verify(backend, &batch)?;
-                outcome.record(alg, used, &bitmap, members.iter().map(|(i, _)| *i));
+                outcome.record(alg, used, &bitmap, at.into_iter());
             }
         }
         let unhashed: Vec<(usize, &PreparedItem, &[u8; 32], &[u8])> = prepared
