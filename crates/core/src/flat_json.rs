@@ -73,13 +73,36 @@ fn string(line: &str, at: usize) -> Option<(&str, usize)> {
         return None;
     }
     let start = at + 1;
-    let len = bytes[start..].iter().position(|&b| b == b'"')?;
-    let text = &bytes[start..start + len];
-    if text.iter().any(|&b| b == b'\\' || b < 0x20) {
+    let rest = &bytes[start..];
+    // Eight bytes at a time up to the first word holding a quote, a backslash or a control
+    // character, then byte by byte to it.
+    let mut len = 0;
+    while let Some(word) = rest.get(len..len + 8) {
+        if special(u64::from_le_bytes(word.try_into().expect("8 bytes"))) {
+            break;
+        }
+        len += 8;
+    }
+    while len < rest.len() && !matches!(rest[len], b'"' | b'\\' | 0..=0x1f) {
+        len += 1;
+    }
+    if rest.get(len) != Some(&b'"') {
         return None;
     }
     // `line` is a str and both ends are ASCII quotes, so the slice falls on character boundaries.
     Some((&line[start..start + len], start + len + 1))
+}
+
+/// Whether any of the eight bytes of `word` is a quote, a backslash or below 0x20 (the
+/// classic has-zero-byte and has-less-than tests on a word: exact as a yes or no).
+fn special(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    quote | backslash | control != 0
 }
 
 /// `true`, `false`, `null` or an integer of at most 18 digits (no fraction, no exponent, no
@@ -169,6 +192,30 @@ mod tests {
             r#"{"a":"x""#,
         ] {
             assert!(members(line).is_none(), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn the_word_test_finds_every_special_byte_in_every_place() {
+        for b in 0..=255u8 {
+            for place in 0..8 {
+                let mut word = [b'a'; 8];
+                word[place] = b;
+                let want = b == b'"' || b == b'\\' || b < 0x20;
+                assert_eq!(special(u64::from_le_bytes(word)), want, "{b:#x} at {place}");
+            }
+        }
+        // Strings longer than a word, with the end in every place.
+        for n in 0..20 {
+            let text = "x".repeat(n);
+            assert_eq!(
+                members(&format!(r#"{{"k":"{text}"}}"#)).unwrap()[0]
+                    .1
+                    .as_deref(),
+                Some(text.as_str())
+            );
+            assert!(members(&format!("{{\"k\":\"{text}\\n\"}}")).is_none());
+            assert!(members(&format!("{{\"k\":\"{text}\u{1}\"}}")).is_none());
         }
     }
 
