@@ -15,8 +15,10 @@
 #   4. runs `chainsig bench --from-file` with --backend cuda: the user path beside the backend
 #      alone on the same records, every run's verdicts checked against the backend's.
 #
-# Usage (from the repository root, the release binary built on the build machine):
-#   CHAINSIG=path/to/chainsig N=1000000 OUT=results/user_path scripts/gpu_user_path.sh [sm2] [secp256k1]
+# Usage (from the repository root, the release binary and the NVRTC cache built on the build
+# machine and carried as for h200_check.sh), one data set a call to stay inside ten minutes:
+#   CHAINSIG=.carry/chainsig CHAINSIG_CACHE_DIR=$PWD/.carry/kcache scripts/gpu_user_path.sh sm2
+#   CHAINSIG=.carry/chainsig CHAINSIG_CACHE_DIR=$PWD/.carry/kcache scripts/gpu_user_path.sh secp256k1
 # Environment: CHAINSIG (default target/release/chainsig), N (records, default 1000000),
 # DIR (where the generated files go, default /tmp/chainsig-user-path), OUT (reports, default
 # $DIR/out), REPEATS (bench --from-file runs after its warm-up, default 3).
