@@ -130,18 +130,18 @@ impl PreparedRecords<'_> {
             })
             .collect();
         if !unhashed.is_empty() {
-            let bytes = unhashed.iter().map(|u| u.3.len()).sum();
-            let mut batch = MessageBatch::with_capacity(unhashed.len(), bytes);
-            for &(_, item, za, msg) in &unhashed {
-                batch.push(&MessageItem {
+            let items: Vec<MessageItem> = unhashed
+                .iter()
+                .map(|&(_, item, za, msg)| MessageItem {
                     za,
                     msg,
                     r: &item.r,
                     s: &item.s,
                     px: &item.px,
                     py: &item.py,
-                });
-            }
+                })
+                .collect();
+            let batch = MessageBatch::from_items(&items);
             let (bitmap, used) = registry.verify_messages(backend, &batch)?;
             outcome.record(Algorithm::Sm2, used, &bitmap, unhashed.iter().map(|u| u.0));
         }
