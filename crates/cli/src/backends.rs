@@ -4,9 +4,19 @@ use anyhow::Context;
 use chainsig_core::{Algorithm, Registry};
 use chainsig_cuda::signers::SignerKey;
 use chainsig_cuda::startup::{self, KnownSignersError};
-use chainsig_cuda::CudaConfig;
+use chainsig_cuda::{CudaBackend, CudaConfig};
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
+
+/// The CUDA backend this process started, if any (one process, one GPU backend): `verify
+/// --stats` reads its pipeline's staging and waiting times from it.
+static STARTED_CUDA: OnceLock<Arc<CudaBackend>> = OnceLock::new();
+
+/// The CUDA backend a registry of this process started, if one did.
+pub fn started_cuda() -> Option<&'static CudaBackend> {
+    STARTED_CUDA.get().map(Arc::as_ref)
+}
 
 /// Backends for a run that asked for `requested` (`auto`, `cpu`, `cuda`). Accelerators are only
 /// started when they may be used, so `--backend cpu` never touches a GPU driver. When the GPU
@@ -43,6 +53,7 @@ pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Re
         }
     };
     if let Some(cuda) = startup::start(&mut registry, config) {
+        let _ = STARTED_CUDA.set(cuda.clone());
         if !signers.is_empty() {
             let started = Instant::now();
             let tables =

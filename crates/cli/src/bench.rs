@@ -4,7 +4,8 @@
 //! Each size is run once to warm up, then `--repeats` times; the median is reported.
 //! `--signers N` signs the records with a fixed set of N keys instead, as a permissioned chain's
 //! endorsers and clients do, and loads those keys into the GPU backend as known signers.
-//! `--kem ctru` benchmarks the CTRU-Prime KEM instead (see `bench_kem`).
+//! `--kem ctru` benchmarks the CTRU-Prime KEM instead (see `bench_kem`); `--from-file FILE` the
+//! user's whole path on a file's records beside the backend alone (see `bench_file`).
 
 use crate::backends;
 use chainsig_core::{Algorithm, Batch, PreparedItem};
@@ -65,6 +66,17 @@ pub struct BenchArgs {
     /// `--backend cuda` requires it.
     #[arg(long, value_enum, conflicts_with_all = ["sweep", "alg", "threads"])]
     kem: Option<Kem>,
+    /// Time the user's whole path on the records of this JSON Lines file (as `chainsig gen`
+    /// writes them): `chainsig verify`'s read, parse, prepare, verify and write, with the time of
+    /// each, beside the backend alone on the same records prepared beforehand. Every run's
+    /// verdicts are checked against the backend's alone. `--alg` (one) is the algorithm of lines
+    /// that name none.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["sweep", "kem", "sizes", "signers"])]
+    from_file: Option<PathBuf>,
+    /// With --from-file: most records verified together (1 to 1048576), as `verify --chunk`.
+    #[arg(long, default_value_t = 1 << 16, requires = "from_file",
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=1 << 20))]
+    chunk: usize,
 }
 
 /// The KEMs `--kem` knows.
@@ -102,6 +114,34 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
+    if let Some(path) = &args.from_file {
+        anyhow::ensure!(
+            args.alg.len() <= 1,
+            "--from-file takes at most one --alg (for lines that name none)"
+        );
+        let mut registry = backends::registry(&args.backend);
+        if args.backend != "auto" {
+            registry.get(&args.backend)?;
+        }
+        if let Some(n) = args.threads {
+            registry.register(std::sync::Arc::new(chainsig_cpu::CpuBackend::with_threads(
+                n,
+            )?));
+        }
+        let defaults = chainsig_core::record::VerifyDefaults {
+            alg: args.alg.first().copied(),
+            hash: None,
+        };
+        crate::bench_file::run(
+            &registry,
+            &args.backend,
+            defaults,
+            path,
+            args.chunk,
+            args.repeats,
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let algs = if args.alg.is_empty() {
         Algorithm::ALL.to_vec()
     } else {

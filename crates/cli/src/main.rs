@@ -4,6 +4,7 @@
 mod account;
 mod backends;
 mod bench;
+mod bench_file;
 mod bench_kem;
 mod eth;
 mod gen;
@@ -15,6 +16,7 @@ mod serve;
 mod sign_bulk;
 mod stop;
 mod verify;
+mod verify_pipeline;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -79,6 +79,27 @@ impl Batch {
         batch
     }
 
+    /// Builds a batch of `items`, in order, its rows filled on every core: the path of large
+    /// batches, where pushing items one by one (forty scattered words each) would keep one core
+    /// busy while the others wait.
+    pub fn from_items(alg: Algorithm, low_s: bool, items: &[PreparedItem]) -> Self {
+        use rayon::prelude::*;
+        let mut batch = Batch::with_capacity(alg, low_s, items.len());
+        batch
+            .words
+            .par_chunks_mut(batch.stride)
+            .enumerate()
+            .for_each(|(row, dst)| {
+                let (k, j) = (row / LIMBS, row % LIMBS);
+                for (d, item) in dst.iter_mut().zip(items) {
+                    let bytes = &item.operands()[k][32 - 4 * (j + 1)..32 - 4 * j];
+                    *d = u32::from_be_bytes(bytes.try_into().expect("4 bytes"));
+                }
+            });
+        batch.len = items.len();
+        batch
+    }
+
     pub fn alg(&self) -> Algorithm {
         self.alg
     }
@@ -322,6 +343,19 @@ mod tests {
                 .map(|(k, e)| (k, e.to_string()))
         );
         assert!(batch.select(&[]).is_empty());
+    }
+
+    #[test]
+    fn items_built_in_parallel_are_those_pushed() {
+        let items: Vec<PreparedItem> = (0..150u8).map(item).collect();
+        let built = Batch::from_items(Algorithm::Secp256k1, true, &items);
+        let pushed = Batch::from_results(Algorithm::Secp256k1, true, items.iter().map(|i| Ok(*i)));
+        assert_eq!(
+            (built.len(), built.stride(), built.low_s()),
+            (150, 192, true)
+        );
+        assert_eq!(built.words(), pushed.words());
+        assert!(Batch::from_items(Algorithm::Sm2, false, &[]).is_empty());
     }
 
     #[test]

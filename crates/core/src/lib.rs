@@ -14,6 +14,7 @@ pub mod curve;
 pub mod der;
 pub mod error;
 pub mod fault;
+pub mod flat_json;
 pub mod hash;
 pub mod hexstr;
 pub mod messages;

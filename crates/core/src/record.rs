@@ -41,11 +41,64 @@ pub struct VerifyDefaults {
 }
 
 /// Decodes one `verify` line.
+///
+/// A line of the usual shape (a flat object of plain strings) is read by [`crate::flat_json`]
+/// without building a JSON value; any other line, and any line that fails, is read again through
+/// serde_json, so every error reads as it always has.
 pub fn parse_verify_line(
     line: &str,
     defaults: &VerifyDefaults,
 ) -> Result<VerifyRecord, RecordError> {
+    if let Some(record) = parse_verify_flat(line, defaults) {
+        return Ok(record);
+    }
     parse_verify_object(&parse_object(line)?, defaults)
+}
+
+/// The fast path of [`parse_verify_line`]: the record when the line is a flat object whose
+/// fields decode and obey the format's rules, else `None` (the caller then takes the slow path,
+/// which gives the error). The fields and rules are those of [`parse_verify_object`].
+fn parse_verify_flat(line: &str, defaults: &VerifyDefaults) -> Option<VerifyRecord> {
+    const NAMES: [&str; 8] = [
+        "alg", "hash", "pubkey", "msg", "digest", "sig", "sig_der", "id",
+    ];
+    let mut found: [Option<&str>; 8] = [None; 8];
+    crate::flat_json::scan(line, |key, value| {
+        let Some(slot) = NAMES.iter().position(|&n| n == key) else {
+            return Some(()); // a field the format does not read, such as `expect`
+        };
+        match (value, found[slot]) {
+            // A known field twice, or not a string: the slow path decides.
+            (crate::flat_json::Scalar::Str(text), None) => {
+                found[slot] = Some(text);
+                Some(())
+            }
+            _ => None,
+        }
+    })?;
+    let [alg, hash, pubkey, msg, digest, sig, sig_der, id] = found;
+    let hex = |text: Option<&str>| -> Option<Option<Vec<u8>>> {
+        text.map(|t| hexstr::decode("", t).ok())
+            .map_or(Some(None), |v| v.map(Some))
+    };
+    VerifyFields {
+        alg: match alg {
+            Some(text) => Some(text.parse::<Algorithm>().ok()?),
+            None => None,
+        },
+        hash: match hash {
+            Some(text) => Some(text.parse::<HashAlg>().ok()?),
+            None => None,
+        },
+        pubkey: hexstr::decode("pubkey", pubkey?).ok()?,
+        msg: hex(msg)?,
+        digest: hex(digest)?,
+        sig: hex(sig)?,
+        sig_der: hex(sig_der)?,
+        id: hex(id)?,
+    }
+    .into_record(defaults)
+    .ok()
 }
 
 /// Decodes one `verify` record already parsed as JSON (the server receives records this way).
@@ -419,6 +472,83 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.len() <= 200, "{err}");
+    }
+
+    /// The slow path alone: serde_json's value, then the format's rules.
+    fn slow(line: &str, d: &VerifyDefaults) -> Result<VerifyRecord, RecordError> {
+        parse_verify_object(&parse_object(line)?, d)
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_serde_json_on_mutated_lines() {
+        let s = sig();
+        let templates = [
+            format!(r#"{{"alg":"sm2","pubkey":"{KEY}","msg":"0x6162","sig":"{s}","expect":true}}"#),
+            format!(
+                r#" {{ "pubkey" : "{KEY}", "digest":"{}", "sig_der":"3006020101020102", "n": -7 }}"#,
+                "00".repeat(32)
+            ),
+            format!(
+                r#"{{"alg":"sm2","pubkey":"{KEY}","msg":"","sig":"{s}","id":"414c494345","hash":"sm3","x":null}}"#
+            ),
+            format!(
+                r#"{{"alg":"secp256k1","pubkey":"{KEY}","msg":"00","hash":"keccak256","sig":"{s}"}}"#
+            ),
+        ];
+        let defaults = [
+            VerifyDefaults::default(),
+            VerifyDefaults {
+                alg: Some(Algorithm::P256),
+                hash: Some(HashAlg::Sha256),
+            },
+        ];
+        let alphabet = br#"{}[]":,\ 0x1aAf-.e"#;
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let (mut fast_hits, mut checked) = (0, 0);
+        for template in &templates {
+            for _ in 0..1500 {
+                let mut bytes = template.clone().into_bytes();
+                for _ in 0..1 + next(3) {
+                    let at = next(bytes.len());
+                    match next(3) {
+                        0 => bytes[at] = alphabet[next(alphabet.len())],
+                        1 => {
+                            bytes.remove(at);
+                        }
+                        _ => bytes.insert(at, alphabet[next(alphabet.len())]),
+                    }
+                }
+                let Ok(line) = String::from_utf8(bytes) else {
+                    continue;
+                };
+                for d in &defaults {
+                    checked += 1;
+                    let want = slow(&line, d);
+                    if let Some(fast) = parse_verify_flat(&line, d) {
+                        fast_hits += 1;
+                        assert_eq!(Ok(&fast), want.as_ref(), "{line}");
+                    }
+                    assert_eq!(parse_verify_line(&line, d), want, "{line}");
+                }
+            }
+            for d in &defaults {
+                assert_eq!(
+                    parse_verify_flat(template, d).as_ref(),
+                    slow(template, d).ok().as_ref()
+                );
+            }
+        }
+        // Both paths were exercised.
+        assert!(
+            fast_hits > 100 && fast_hits < checked,
+            "{fast_hits} of {checked}"
+        );
     }
 
     #[test]

@@ -35,11 +35,8 @@ enum Prepared<'r> {
     Unhashed(PreparedItem, [u8; 32], &'r [u8]),
 }
 
-/// Prepares and verifies `records` with the backend `backend` (a name or `auto`).
-///
-/// SM2 records that carry their message are hashed by the backend itself when the registry picks
-/// an accelerator for them (the CUDA backend runs SM3 on the GPU, so host hashing does not cap
-/// the batch), and here on every core otherwise.
+/// Prepares and verifies `records` with the backend `backend` (a name or `auto`):
+/// [`prepare_records`], then [`PreparedRecords::verify`].
 pub fn verify_records(
     registry: &Registry,
     backend: &str,
@@ -47,6 +44,26 @@ pub fn verify_records(
     preparer: &Preparer,
     records: &[Result<VerifyRecord, RecordError>],
 ) -> Result<Outcome, BackendError> {
+    prepare_records(registry, backend, preparer, records).verify(registry, backend, low_s)
+}
+
+/// Records prepared for verification ([`prepare_records`]), borrowing their messages.
+pub struct PreparedRecords<'r> {
+    prepared: Vec<Result<(Algorithm, Prepared<'r>), RecordError>>,
+}
+
+/// Prepares `records` on every core for the backend `backend` (a name or `auto`): keys checked,
+/// digests computed. Apart from [`PreparedRecords::verify`] so that a caller can time the two.
+///
+/// SM2 records that carry their message are hashed by the backend itself when the registry picks
+/// an accelerator for them (the CUDA backend runs SM3 on the GPU, so host hashing does not cap
+/// the batch), and here on every core otherwise.
+pub fn prepare_records<'r>(
+    registry: &Registry,
+    backend: &str,
+    preparer: &Preparer,
+    records: &'r [Result<VerifyRecord, RecordError>],
+) -> PreparedRecords<'r> {
     let sm2_records = records
         .iter()
         .filter(|r| matches!(r, Ok(rec) if rec.alg == Algorithm::Sm2))
@@ -55,7 +72,7 @@ pub fn verify_records(
         && registry
             .select(backend, Algorithm::Sm2, sm2_records)
             .is_ok_and(|b| b.name() != CPU);
-    let prepared: Vec<Result<(Algorithm, Prepared), RecordError>> = records
+    let prepared = records
         .par_iter()
         .map(|rec| {
             let rec = rec.as_ref().map_err(Clone::clone)?;
@@ -68,55 +85,68 @@ pub fn verify_records(
             Ok((rec.alg, Prepared::Digest(preparer.prepare(rec)?)))
         })
         .collect();
+    PreparedRecords { prepared }
+}
 
-    let mut outcome = Outcome {
-        verdicts: Vec::with_capacity(records.len()),
-        ..Default::default()
-    };
-    outcome.verdicts.extend(prepared.iter().map(|p| match p {
-        Ok(_) => Verdict::Invalid,
-        Err(e) => Verdict::Error(e.clone()),
-    }));
-    for alg in Algorithm::ALL {
-        let members: Vec<(usize, PreparedItem)> = prepared
+impl PreparedRecords<'_> {
+    /// Verifies the prepared records with the backend `backend` (a name or `auto`), one batch per
+    /// algorithm (and one for SM2 records the backend hashes), verdicts back in input order.
+    pub fn verify(
+        &self,
+        registry: &Registry,
+        backend: &str,
+        low_s: bool,
+    ) -> Result<Outcome, BackendError> {
+        let prepared = &self.prepared;
+        let mut outcome = Outcome {
+            verdicts: Vec::with_capacity(prepared.len()),
+            ..Default::default()
+        };
+        outcome.verdicts.extend(prepared.iter().map(|p| match p {
+            Ok(_) => Verdict::Invalid,
+            Err(e) => Verdict::Error(e.clone()),
+        }));
+        for alg in Algorithm::ALL {
+            let (at, items): (Vec<usize>, Vec<PreparedItem>) = prepared
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| match p {
+                    Ok((a, Prepared::Digest(item))) if *a == alg => Some((i, *item)),
+                    _ => None,
+                })
+                .unzip();
+            if !items.is_empty() {
+                let batch = Batch::from_items(alg, low_s, &items);
+                let (bitmap, used) = registry.verify(backend, &batch)?;
+                outcome.record(alg, used, &bitmap, at.into_iter());
+            }
+        }
+        let unhashed: Vec<(usize, &PreparedItem, &[u8; 32], &[u8])> = prepared
             .iter()
             .enumerate()
             .filter_map(|(i, p)| match p {
-                Ok((a, Prepared::Digest(item))) if *a == alg => Some((i, *item)),
+                Ok((_, Prepared::Unhashed(item, za, msg))) => Some((i, item, za, *msg)),
                 _ => None,
             })
             .collect();
-        if !members.is_empty() {
-            let batch = Batch::from_results(alg, low_s, members.iter().map(|(_, item)| Ok(*item)));
-            let (bitmap, used) = registry.verify(backend, &batch)?;
-            outcome.record(alg, used, &bitmap, members.iter().map(|(i, _)| *i));
+        if !unhashed.is_empty() {
+            let items: Vec<MessageItem> = unhashed
+                .iter()
+                .map(|&(_, item, za, msg)| MessageItem {
+                    za,
+                    msg,
+                    r: &item.r,
+                    s: &item.s,
+                    px: &item.px,
+                    py: &item.py,
+                })
+                .collect();
+            let batch = MessageBatch::from_items(&items);
+            let (bitmap, used) = registry.verify_messages(backend, &batch)?;
+            outcome.record(Algorithm::Sm2, used, &bitmap, unhashed.iter().map(|u| u.0));
         }
+        Ok(outcome)
     }
-    let unhashed: Vec<(usize, &PreparedItem, &[u8; 32], &[u8])> = prepared
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| match p {
-            Ok((_, Prepared::Unhashed(item, za, msg))) => Some((i, item, za, *msg)),
-            _ => None,
-        })
-        .collect();
-    if !unhashed.is_empty() {
-        let bytes = unhashed.iter().map(|u| u.3.len()).sum();
-        let mut batch = MessageBatch::with_capacity(unhashed.len(), bytes);
-        for &(_, item, za, msg) in &unhashed {
-            batch.push(&MessageItem {
-                za,
-                msg,
-                r: &item.r,
-                s: &item.s,
-                px: &item.px,
-                py: &item.py,
-            });
-        }
-        let (bitmap, used) = registry.verify_messages(backend, &batch)?;
-        outcome.record(Algorithm::Sm2, used, &bitmap, unhashed.iter().map(|u| u.0));
-    }
-    Ok(outcome)
 }
 
 impl Outcome {

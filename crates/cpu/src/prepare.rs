@@ -56,16 +56,22 @@ type ZaCache = HashMap<(Vec<u8>, [u8; 64]), [u8; 32]>;
 
 /// Turns decoded records into prepared items; shared by all threads of a run.
 pub struct Preparer {
-    za_cache: Mutex<ZaCache>,
+    /// The Z_A cache in shards chosen by the key, so that the threads preparing a batch of
+    /// fresh signers do not queue on one lock (every record looks its signer up, and inserts it
+    /// when new).
+    za_cache: [Mutex<ZaCache>; ZA_SHARDS],
 }
 
-/// Distinct signers kept in the Z_A cache before it is cleared (a few MB).
-const ZA_CACHE_LIMIT: usize = 1 << 16;
+/// Shards of the Z_A cache.
+const ZA_SHARDS: usize = 64;
+
+/// Distinct signers kept in each shard of the Z_A cache before it is cleared (a few MB in all).
+const ZA_CACHE_LIMIT: usize = (1 << 16) / ZA_SHARDS;
 
 impl Default for Preparer {
     fn default() -> Self {
         Preparer {
-            za_cache: Mutex::new(HashMap::new()),
+            za_cache: std::array::from_fn(|_| Mutex::new(HashMap::new())),
         }
     }
 }
@@ -134,11 +140,13 @@ impl Preparer {
         key_bytes[..32].copy_from_slice(px);
         key_bytes[32..].copy_from_slice(py);
         let cache_key = (id.to_vec(), key_bytes);
-        if let Some(za) = self.za_cache.lock().expect("cache lock").get(&cache_key) {
+        // x's low bits are as good as random across signers.
+        let shard = &self.za_cache[usize::from(px[31]) % ZA_SHARDS];
+        if let Some(za) = shard.lock().expect("cache lock").get(&cache_key) {
             return *za;
         }
         let za = hash::sm2_z_a(id, px, py);
-        let mut cache = self.za_cache.lock().expect("cache lock");
+        let mut cache = shard.lock().expect("cache lock");
         if cache.len() >= ZA_CACHE_LIMIT {
             cache.clear();
         }

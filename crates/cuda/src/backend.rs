@@ -28,6 +28,16 @@ pub struct CudaBackend {
     cfg: CudaConfig,
 }
 
+/// Host time the engine's chunk pipeline has spent since the backend opened, for a caller's
+/// phase breakdown (`chainsig verify --stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PipelineTimes {
+    /// Copying chunks into the pinned staging buffers in the kernels' layouts (messages too).
+    pub stage: std::time::Duration,
+    /// Waiting for chunks' copies and kernels to complete, and taking their verdicts.
+    pub wait: std::time::Duration,
+}
+
 /// A submitted batch; `confirm` waits for its verdicts.
 pub struct Ticket {
     rx: mpsc::Receiver<Result<Bitmap, BackendError>>,
@@ -69,6 +79,11 @@ impl CudaBackend {
     /// Whether the kernel came from the disk cache.
     pub fn loaded_from_cache(&self) -> bool {
         self.from_cache
+    }
+
+    /// The engine pipeline's host time so far ([`PipelineTimes`]).
+    pub fn pipeline_times(&self) -> PipelineTimes {
+        self.engine.lock().map(|e| e.times).unwrap_or_default()
     }
 
     /// Queues a batch; batches are verified first come, first served by one worker thread (known

@@ -39,7 +39,7 @@ pub mod signers;
 pub mod stage;
 pub mod startup;
 
-pub use backend::{CudaBackend, Ticket, NAME};
+pub use backend::{CudaBackend, PipelineTimes, Ticket, NAME};
 pub use config::CudaConfig;
 pub use engine::precompile;
 pub use kernels::KernelConfig;

@@ -659,3 +659,52 @@ fn fuzz_corpora_replay_without_failures() {
         assert!(files > 0, "{name}: empty corpus");
     }
 }
+
+#[test]
+fn stats_and_bench_from_file_time_each_stage() {
+    let gen = chainsig(
+        &["gen", "--alg", "secp256k1", "--count", "120", "--seed", "4"],
+        "",
+    );
+    assert!(gen.status.success());
+    let records = String::from_utf8(gen.stdout).unwrap() + "not json\n";
+    let dir = common::TempDir::new("stats");
+    let file = dir.file("records.jsonl", &records);
+    let file = file.to_str().unwrap();
+
+    let verify = chainsig(&["verify", "--backend", "cpu", "--stats", file], "");
+    assert!(verify.status.success());
+    assert_eq!(json_lines(&verify.stdout).len(), 121);
+    let stderr = String::from_utf8_lossy(&verify.stderr);
+    assert!(stderr.contains("stats: 121 records"), "{stderr}");
+    for stage in ["read", "parse", "prepare", "verify", "write"] {
+        assert!(
+            stderr.lines().any(|l| l.trim_start().starts_with(stage)),
+            "no {stage} line: {stderr}"
+        );
+    }
+
+    let bench = chainsig(
+        &[
+            "bench",
+            "--from-file",
+            file,
+            "--backend",
+            "cpu",
+            "--repeats",
+            "1",
+        ],
+        "",
+    );
+    let stdout = String::from_utf8_lossy(&bench.stdout);
+    assert!(
+        bench.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&bench.stderr)
+    );
+    assert!(stdout.contains("121 records"), "{stdout}");
+    assert!(stdout.contains("1 errors"), "{stdout}");
+    for row in ["user path", "backend only", "stats:", "parse"] {
+        assert!(stdout.contains(row), "no {row}: {stdout}");
+    }
+}

@@ -48,6 +48,7 @@ use chainsig_gpu::{device_err, DevBuf, Resources};
 use ecdsa::{loaded_ecdsa, EcdsaKernels};
 use slots::{Outputs, Pending, Slot};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The opened device and everything loaded on it; one at a time uses it (the backend holds it
 /// behind a mutex).
@@ -79,6 +80,8 @@ pub(crate) struct Engine {
     ecdsa: Vec<EcdsaKernels>,
     /// The raw-transaction kernel, loaded at the first batch of raw transactions.
     ethtx: Option<ethtx::EthtxKernel>,
+    /// Host time spent staging chunks and waiting for them, since the engine opened.
+    pub(crate) times: crate::backend::PipelineTimes,
 }
 
 /// Messages to hash on the GPU (record i of the work is message i) and the SM3 kernel.
@@ -240,6 +243,7 @@ impl Engine {
             host: None,
             ecdsa: Vec::new(),
             ethtx: None,
+            times: Default::default(),
         };
         engine.check_field_arithmetic()?;
         Ok((engine, res, from_cache))
@@ -308,9 +312,11 @@ impl Engine {
             for (w, &work) in works.iter().enumerate() {
                 c = self.launch_chunks(w, work, chunk, c, &mut out)?;
             }
+            let waited = Instant::now();
             for slot in &mut self.slots {
                 slot.harvest(&mut out)?;
             }
+            self.times.wait += waited.elapsed();
             Ok(())
         };
         if let Err(e) = run() {
@@ -402,7 +408,10 @@ impl Engine {
             let keys_stride = if let Work::Recover(..) = work { mp } else { 0 };
             let slot = &mut self.slots[c % nslots];
             c += 1;
+            let waited = Instant::now();
             slot.harvest(out)?;
+            let staged = Instant::now();
+            self.times.wait += staged - waited;
             slot.reserve(in_words, out_words, 16 * keys_stride)?;
             match work {
                 Work::Records(batch, _) | Work::Ecdsa(batch) => {
@@ -428,6 +437,7 @@ impl Engine {
             if let Some((mb, sm3)) = work.hashing() {
                 sm3::hash_chunk(slot, mb, sm3, i0, m, mp)?;
             }
+            self.times.stage += staged.elapsed();
             let (din, dout, gt) = (slot.dev_in.ptr(), slot.dev_out.ptr(), gtab);
             let (stride, count) = (mp as u32, m as u32);
             let cfg = LaunchConfig {

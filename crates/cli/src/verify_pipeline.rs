@@ -1,0 +1,289 @@
+//! The path of `chainsig verify` (and of `chainsig bench --from-file`): JSON Lines in, verdict
+//! lines out, in order, with reading, parsing, preparing, verifying and writing overlapped.
+//!
+//! Stages and threads:
+//! - the reader thread ([`crate::input`]) reads blocks and cuts them into chunks of lines;
+//! - [`WORKERS`] workers each take the next chunk and parse it, prepare it (key checks, digests;
+//!   both on every core through rayon) and verify it on the backend. While one worker waits on
+//!   the GPU, the other parses and prepares the next chunk; the GPU engine takes one batch at a
+//!   time, in the order they reach it;
+//! - the calling thread, the writer, puts the workers' answers back in input order and writes them.
+//!
+//! Every stage's busy time is counted ([`Stats`]) for `--stats`. Chunks in flight are bounded: at
+//! most two waiting in the reader, one per worker, and [`WORKERS`] answers waiting for the writer.
+
+use crate::input::{Input, TextChunk};
+use chainsig_core::record::{parse_verify_line, VerifyDefaults, VerifyRecord};
+use chainsig_core::{RecordError, Registry};
+use chainsig_cpu::pipeline::{prepare_records, Verdict};
+use chainsig_cpu::prepare::Preparer;
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Chunks verified at once: one on the backend while the next is parsed and prepared.
+pub const WORKERS: usize = 2;
+
+/// What the pipeline needs besides its input and output.
+pub struct Options<'a> {
+    pub registry: &'a Registry,
+    /// A backend name or `auto`.
+    pub backend: &'a str,
+    pub low_s: bool,
+    pub defaults: VerifyDefaults,
+    /// Most lines per chunk.
+    pub chunk: usize,
+    /// Write verdict lines (false: count only, as `--summary`).
+    pub verdict_lines: bool,
+}
+
+/// Busy time of each stage, summed over its threads, and the run's wall time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stats {
+    /// Reading the input and cutting it into lines (the reader thread).
+    pub read: Duration,
+    /// JSON and hex decoding of the lines.
+    pub parse: Duration,
+    /// Key checks (SEC1 decompression, on-curve) and digests or Z_A.
+    pub prepare: Duration,
+    /// The backend's call: batching, staging and copies, and the verification itself.
+    pub verify: Duration,
+    /// Formatting and writing the verdict lines, in order.
+    pub write: Duration,
+    /// Within `verify`, on the GPU backend: chunks copied into its pinned staging buffers, and
+    /// waiting for their copies and kernels ([`chainsig_cuda::PipelineTimes`]); `None` when no
+    /// GPU backend started.
+    pub gpu: Option<chainsig_cuda::PipelineTimes>,
+    pub wall: Duration,
+    /// Input bytes and lines.
+    pub bytes: u64,
+    pub records: u64,
+}
+
+/// The counts of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub valid: u64,
+    pub invalid: u64,
+    pub errors: u64,
+    /// Records by "algorithm:backend".
+    pub used: BTreeMap<String, u64>,
+    pub stats: Stats,
+}
+
+impl Summary {
+    pub fn total(&self) -> u64 {
+        self.valid + self.invalid + self.errors
+    }
+}
+
+/// A worker's answer for one chunk: line numbers and verdicts, in order, and its stage times.
+struct Answer {
+    first_line: u64,
+    verdicts: Vec<Verdict>,
+    batches: Vec<(String, usize)>,
+    bytes: u64,
+    parse: Duration,
+    prepare: Duration,
+    verify: Duration,
+}
+
+/// Runs the pipeline over `input`, writing verdict lines to `out`; returns the counts and the
+/// stage times. A read error or a backend failure stops the run after the answers before it have
+/// been written.
+pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summary> {
+    let started = Instant::now();
+    let gpu_before = crate::backends::started_cuda().map(|c| c.pipeline_times());
+    let preparer = Preparer::new();
+    let chunks = Mutex::new((0u64, crate::input::text_chunks(input, opts.chunk)));
+    let (tx, rx) = mpsc::sync_channel::<(u64, anyhow::Result<Answer>)>(WORKERS);
+    let mut summary = std::thread::scope(|scope| -> anyhow::Result<Summary> {
+        for _ in 0..WORKERS {
+            let tx = tx.clone();
+            let (chunks, preparer) = (&chunks, &preparer);
+            scope.spawn(move || loop {
+                // The next chunk and its place in the output, taken together.
+                let (seq, next) = {
+                    let Ok(mut guard) = chunks.lock() else { return };
+                    let (seq, iter) = &mut *guard;
+                    let Some(next) = iter.next() else { return };
+                    *seq += 1;
+                    (*seq - 1, next)
+                };
+                let failed = next.is_err();
+                let answer = next
+                    .map_err(|e| anyhow::Error::new(e).context("reading input"))
+                    .and_then(|chunk| answer(opts, preparer, &chunk));
+                let failed = failed || answer.is_err();
+                if tx.send((seq, answer)).is_err() || failed {
+                    return;
+                }
+            });
+        }
+        drop(tx);
+        let mut summary = write_in_order(rx, out, opts.verdict_lines)?;
+        summary.stats.read = chunks.lock().map(|g| g.1.read_time()).unwrap_or_default();
+        Ok(summary)
+    })?;
+    summary.stats.wall = started.elapsed();
+    summary.stats.gpu = crate::backends::started_cuda()
+        .zip(gpu_before)
+        .map(|(cuda, before)| {
+            let now = cuda.pipeline_times();
+            chainsig_cuda::PipelineTimes {
+                stage: now.stage - before.stage,
+                wait: now.wait - before.wait,
+            }
+        });
+    Ok(summary)
+}
+
+/// Parses, prepares and verifies one chunk.
+fn answer(opts: &Options, preparer: &Preparer, chunk: &TextChunk) -> anyhow::Result<Answer> {
+    let t0 = Instant::now();
+    let records = parse_chunk(chunk, &opts.defaults);
+    let t1 = Instant::now();
+    let prepared = prepare_records(opts.registry, opts.backend, preparer, &records);
+    let t2 = Instant::now();
+    let outcome = prepared.verify(opts.registry, opts.backend, opts.low_s)?;
+    let t3 = Instant::now();
+    Ok(Answer {
+        first_line: chunk.number(0),
+        verdicts: outcome.verdicts,
+        batches: outcome
+            .batches
+            .into_iter()
+            .map(|(alg, backend, n)| (format!("{alg}:{backend}"), n))
+            .collect(),
+        bytes: chunk.bytes() as u64,
+        parse: t1 - t0,
+        prepare: t2 - t1,
+        verify: t3 - t2,
+    })
+}
+
+/// Decodes the lines of `chunk` on every core, record k from line k.
+pub fn parse_chunk(
+    chunk: &TextChunk,
+    defaults: &VerifyDefaults,
+) -> Vec<Result<VerifyRecord, RecordError>> {
+    (0..chunk.len())
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|k| match chunk.line(k) {
+            Ok(text) => parse_verify_line(text, defaults),
+            Err(reason) => Err(RecordError::new("", reason)),
+        })
+        .collect()
+}
+
+/// The writer: answers in sequence order, each chunk's lines flushed as soon as it is written (a
+/// producer waiting on its answers is not kept waiting).
+fn write_in_order(
+    rx: mpsc::Receiver<(u64, anyhow::Result<Answer>)>,
+    out: impl Write,
+    verdict_lines: bool,
+) -> anyhow::Result<Summary> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
+    let mut summary = Summary::default();
+    let mut waiting: HashMap<u64, anyhow::Result<Answer>> = HashMap::new();
+    let mut next = 0u64;
+    for (seq, answer) in rx {
+        waiting.insert(seq, answer);
+        while let Some(answer) = waiting.remove(&next) {
+            next += 1;
+            let answer = answer?;
+            let started = Instant::now();
+            let stats = &mut summary.stats;
+            stats.parse += answer.parse;
+            stats.prepare += answer.prepare;
+            stats.verify += answer.verify;
+            stats.bytes += answer.bytes;
+            stats.records += answer.verdicts.len() as u64;
+            for (key, n) in answer.batches {
+                *summary.used.entry(key).or_default() += n as u64;
+            }
+            // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
+            let _writing = crate::stop::writing();
+            for (k, verdict) in answer.verdicts.iter().enumerate() {
+                match verdict {
+                    Verdict::Valid => summary.valid += 1,
+                    Verdict::Invalid => summary.invalid += 1,
+                    Verdict::Error(_) => summary.errors += 1,
+                }
+                if verdict_lines {
+                    write_verdict(&mut out, answer.first_line + k as u64, verdict)?;
+                }
+            }
+            out.flush()?;
+            summary.stats.write += started.elapsed();
+        }
+    }
+    Ok(summary)
+}
+
+/// One verdict line of `verify`'s output.
+pub fn write_verdict(out: &mut impl Write, line: u64, verdict: &Verdict) -> std::io::Result<()> {
+    match verdict {
+        Verdict::Valid => writeln!(out, r#"{{"line":{line},"valid":true}}"#),
+        Verdict::Invalid => writeln!(out, r#"{{"line":{line},"valid":false}}"#),
+        Verdict::Error(e) => writeln!(
+            out,
+            "{}",
+            serde_json::json!({"line": line, "error": e.to_string()})
+        ),
+    }
+}
+
+impl Stats {
+    /// The breakdown `--stats` prints: each stage's busy time (summed over its threads; stages
+    /// overlap, so they may add up to more than the wall time) and its rate.
+    pub fn report(&self) -> String {
+        let rate = |d: Duration| self.records as f64 / d.as_secs_f64().max(1e-9);
+        let mut text = format!(
+            "stats: {} records, {:.1} MB in; wall {:.3} s ({:.0} records/s)\n",
+            self.records,
+            self.bytes as f64 / 1e6,
+            self.wall.as_secs_f64(),
+            rate(self.wall)
+        );
+        let mut rows = vec![
+            ("read", self.read, "reading, cutting lines (1 thread)"),
+            ("parse", self.parse, "JSON and hex (all cores)"),
+            (
+                "prepare",
+                self.prepare,
+                "key checks, digests or Z_A (all cores)",
+            ),
+            (
+                "verify",
+                self.verify,
+                "batching, staging, copies, verification",
+            ),
+        ];
+        if let Some(gpu) = self.gpu {
+            rows.push((
+                " stage",
+                gpu.stage,
+                "of which: GPU chunks into pinned buffers",
+            ));
+            rows.push((
+                " wait",
+                gpu.wait,
+                "of which: waiting on GPU copies and kernels",
+            ));
+        }
+        rows.push(("write", self.write, "verdict lines, in order (1 thread)"));
+        for (name, d, what) in rows {
+            text += &format!(
+                "  {name:<8}{:>9.3} s {:>14.0} records/s  {what}\n",
+                d.as_secs_f64(),
+                rate(d)
+            );
+        }
+        text
+    }
+}
