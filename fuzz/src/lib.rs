@@ -39,6 +39,7 @@ pub const TARGETS: &[(&str, Entry)] = &[
     ("sec1", sec1_point),
     ("tx_json", tx_json),
     ("raw_tx", raw_tx),
+    ("raw_frames", raw_frames),
     ("keystore", keystore_json),
     ("bip39", bip39_phrase),
     ("ctru_kat", ctru_kat),
@@ -56,7 +57,18 @@ pub fn verify_record(data: &[u8]) {
             hash: Some(HashAlg::Sha3_256),
         },
     ] {
-        match parse_verify_line(line, &defaults) {
+        let parsed = parse_verify_line(line, &defaults);
+        // The fast path (flat objects, chainsig_core::flat_json) must answer exactly as the
+        // serde_json path does for the same line.
+        if let Ok(value) = serde_json::from_str::<Value>(line) {
+            let slow = chainsig_core::record::parse_verify_value(&value, &defaults);
+            match (&parsed, &slow) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "fast and serde paths differ on {line:?}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                _ => panic!("fast and serde paths disagree on {line:?}: {parsed:?} / {slow:?}"),
+            }
+        }
+        match parsed {
             Ok(record) => {
                 if let Err(e) = preparer.prepare(&record) {
                     short(e);
@@ -149,6 +161,33 @@ pub fn raw_tx(data: &[u8]) {
             let _ = decoded.to_json();
         }
         Err(e) => short(e),
+    }
+}
+
+/// A stream of length-prefixed raw transactions (`chainsig recover --raw`): records numbered
+/// 0, 1, … in order with none skipped, every framed record answered by the CPU's recovery or
+/// refused with a short message naming a fault.
+pub fn raw_frames(data: &[u8]) {
+    use chainsig_eth::rawtx::{frames::FrameReader, recover_raw};
+    let mut reader = FrameReader::new(data);
+    let mut expected = 0u64;
+    loop {
+        let chunk = reader.chunk(7).expect("reading from memory cannot fail");
+        if chunk.is_empty() {
+            break;
+        }
+        for (index, frame) in chunk {
+            assert_eq!(index, expected, "records out of order");
+            expected += 1;
+            match frame {
+                Ok(raw) => {
+                    if let Err(e) = recover_raw(&raw) {
+                        short(&e);
+                    }
+                }
+                Err(e) => short(e),
+            }
+        }
     }
 }
 
