@@ -85,9 +85,15 @@ fn hex_quantity(text: &str, field: &str) -> Result<U256, EthError> {
     })
 }
 
-/// Why a string without `0x` is refused, with the spellings that would be accepted.
+/// The longest decimal string for which the refusal spells out the accepted forms: past it the
+/// two spellings alone would outgrow an error message (the quoted input is already cut).
+const ADVICE_DIGITS: usize = 40;
+
+/// Why a string without `0x` is refused, with the spellings that would be accepted when the
+/// string is short decimal digits.
 fn not_hex_advice(text: &str) -> String {
-    let decimal = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let decimal =
+        !text.is_empty() && text.len() <= ADVICE_DIGITS && text.bytes().all(|b| b.is_ascii_digit());
     if decimal {
         if let Ok(value) = U256::from_str_radix(text, 10) {
             return format!(
@@ -155,6 +161,26 @@ mod tests {
             U256::MAX
         );
         assert_eq!(u64(&json!("0xffffffffffffffff"), "gas").unwrap(), u64::MAX);
+    }
+
+    #[test]
+    fn refusals_of_long_decimal_strings_stay_short() {
+        // Found by the tx_json fuzzer: a long run of digits made the advice (hex and integer
+        // spellings of the value) outgrow the message.
+        let long = format!(
+            "{}51{}5144581044581090589941527",
+            "0".repeat(84),
+            "0".repeat(44)
+        );
+        let forty = "1".repeat(ADVICE_DIGITS);
+        for text in [long.as_str(), forty.as_str(), &"9".repeat(78)] {
+            let e = u256(&json!(text), "gas").unwrap_err();
+            let n = e.message().chars().count();
+            assert!(n <= 240, "{n} characters: {}", e.message());
+        }
+        // At the limit the spellings are still given.
+        let e = u256(&json!(forty), "gas").unwrap_err();
+        assert!(e.message().contains("JSON integer 1111"), "{}", e.message());
     }
 
     #[test]
