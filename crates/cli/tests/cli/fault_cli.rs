@@ -34,7 +34,8 @@ fn records(dir: &common::TempDir) -> (std::path::PathBuf, Vec<bool>) {
 }
 
 /// `chainsig verify --chunk 50 FILE --backend BACKEND` with `CHAINSIG_FAULT=plan`: from a
-/// file, chunks are full, so call k of the backend is chunk k (one algorithm per chunk).
+/// file, chunks are full (one algorithm per chunk); two chunks are verified at once, so the
+/// backend's calls come in chunk order only roughly.
 fn verify_with_faults(file: &std::path::Path, backend: &str, plan: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_chainsig"))
         .args(["verify", "--chunk", "50", "--backend", backend])
@@ -62,7 +63,7 @@ fn verdicts(out: &Output) -> Vec<bool> {
 fn under_auto_every_failed_chunk_is_verified_again_on_the_cpu() {
     let dir = common::TempDir::new("fault-auto");
     let (file, expected) = records(&dir);
-    // Six chunks: 1 verified by `fault`; 2 fails, 3 answers short, 4 and 5 fail, 6 panics.
+    // Six chunks, six calls: one verified by `fault`; the others fail, answer short or panic.
     let out = verify_with_faults(&file, "auto", "2,short:3,4-5,panic:6");
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{log}");
@@ -84,14 +85,25 @@ fn a_failing_backend_asked_for_by_name_stops_after_whole_answers() {
         log.contains("device error in backend fault: injected fault on call 3"),
         "{log}"
     );
-    // The first two chunks were answered, in full and in order; nothing of the third.
-    assert_eq!(verdicts(&out), expected[..100]);
+    // Whole chunks answered in order, up to the one whose call failed, and nothing after it.
+    // `verify` verifies two chunks at once, so which chunk made the third call depends on
+    // timing (usually the third or the fourth): the answers are the chunks before it.
+    let got = verdicts(&out);
+    assert!(
+        got.len() % 50 == 0 && got.len() < expected.len(),
+        "{} answers",
+        got.len()
+    );
+    assert_eq!(got, expected[..got.len()]);
 
     let out = verify_with_faults(&file, "fault", "panic:1");
     let log = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{log}");
     assert!(log.contains("panicked"), "{log}");
-    assert!(out.stdout.is_empty());
+    // The first call was the first chunk's or the second's: nothing, or the first chunk whole.
+    let got = verdicts(&out);
+    assert!(got.is_empty() || got.len() == 50, "{} answers", got.len());
+    assert_eq!(got, expected[..got.len()]);
 
     // A plan that does not read is named, and nothing is verified.
     let out = verify_with_faults(&file, "fault", "sometimes");
