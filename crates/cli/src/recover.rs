@@ -96,16 +96,7 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
     }
-    let Tally { total, failed } = tally;
-    eprintln!(
-        "recovered {} of {total} records, {failed} errors",
-        total - failed
-    );
-    Ok(if args.fail_on_invalid && failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(tally.finish("", args.fail_on_invalid))
 }
 
 /// `--raw --backend cuda`: every chunk's transactions through `CudaBackend::recover_raw`.
@@ -160,16 +151,7 @@ fn run_raw_on_gpu(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
             "warning: the GPU and the CPU path disagreed on {disagreements} records; the CPU's answers were printed"
         );
     }
-    let Tally { total, failed } = tally;
-    eprintln!(
-        "recovered {} of {total} records, {failed} errors (cuda)",
-        total - failed
-    );
-    Ok(if args.fail_on_invalid && failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(tally.finish(" (cuda)", args.fail_on_invalid))
 }
 
 /// Records answered and refused so far.
@@ -202,6 +184,20 @@ impl Tally {
         }
         self.total += 1;
         writeln!(out, "{}", serde_json::Value::Object(line))
+    }
+    /// The summary line on stderr (`note` after it, e.g. the backend), and the exit status: 1
+    /// under `--fail-on-invalid` when any record failed.
+    fn finish(self, note: &str, fail_on_invalid: bool) -> ExitCode {
+        let Tally { total, failed } = self;
+        eprintln!(
+            "recovered {} of {total} records, {failed} errors{note}",
+            total - failed
+        );
+        if fail_on_invalid && failed > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
     }
 }
 
