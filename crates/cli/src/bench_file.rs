@@ -110,6 +110,12 @@ fn backend_alone_lines(options: &Options, path: &Path) -> anyhow::Result<Backend
         .iter()
         .flat_map(|chunk| verify_pipeline::parse_chunk(chunk, &options.defaults))
         .collect();
+    // A benchmark of nothing would report 0 records/s as if it had measured something.
+    anyhow::ensure!(
+        !records.is_empty(),
+        "{}: no records in the file: nothing was timed",
+        path.display()
+    );
     let t2 = Instant::now();
     let preparer = Preparer::new();
     let prepared = prepare_records(options.registry, options.backend, &preparer, &records);

@@ -507,6 +507,24 @@ fn checks_that_check_nothing_fail() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("nothing was checked"), "{name}: {err}");
     }
+
+    let empty = dir.file("empty.jsonl", "");
+    let out = chainsig(
+        &[
+            "bench",
+            "--from-file",
+            empty.to_str().unwrap(),
+            "--backend",
+            "cpu",
+        ],
+        "",
+    );
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("empty.jsonl: no records in the file: nothing was timed"),
+        "{err}"
+    );
 }
 
 #[test]
