@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Device calls for a wave of GPU checks (all binaries built on the CPU machine and carried in the
+# git-ignored .carry/ folder, named in the device tool's `carry`). Layout it expects:
+#   .carry/cmp/bins.tar.xz  bins/{chainsig-old,chainsig-new,device_check,ctru_device_check,
+#                           cuda-test,gpu-fault} (release builds of the CLI and crates/bench,
+#                           `cargo test -p chainsig-cuda --test cuda --no-run`, and the same with
+#                           `--features fault-injection --test gpu_fault`), stripped
+#   .carry/gpu/             capi-test, go-test, libchainsig.so and a run.sh (C ABI and Go on cuda)
+#   .carry/node/            node-pipeline, libchainsig.so, run.sh (examples/node-pipeline)
+#   .carry/fuzz/            bins.tar.xz of the fuzz targets and scripts/fuzz_many_cores.sh as run.sh
+# Run from the repository root on the device: PHASE=A bash .carry/cmp/run.sh (this file).
+# PHASE=A: the GPU layering check (old ed1934f3 vs new main job interleaved on one card; every
+#   kernel configuration on 2^20 fresh records), the C ABI and Go on the GPU, the GPU fault
+#   injection test, raw Ethereum transactions on the GPU (2^20, against the CPU); fuzzers on
+#   cores 8-15.
+# PHASE=B: the user path (verify
+#   --backend cuda --stats on 10^6 JSON Lines records), the node pipeline, the ECDSA device check;
+#   fuzzers again with other seeds.
+# Results go straight under $OUT/res so a timeout still returns what finished.
+set -u
+ROOT=$PWD; C=$ROOT/.carry; R=$OUT/res; mkdir -p $R
+export CHAINSIG_CACHE_DIR=/tmp/kcache
+L=$OUT/log.txt
+log() { echo "$@" | tee -a "$L"; }
+PHASE=${PHASE:-A}
+[ -d $C/cmp/bins ] || (cd $C/cmp && tar xJf bins.tar.xz)
+B=$C/cmp/bins
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; } 2>&1 | tee -a "$L"
+(SEED_BASE=$([ $PHASE = A ] && echo 1000 || echo 2000) FUZZ_SECONDS=${FUZZ_SECONDS:-380} OUT=$R taskset -c 8-15 bash $C/fuzz/run.sh > $R/fuzz_stdout_$PHASE.txt 2>&1 &)
+T="taskset -c 0-7"
+if [ $PHASE = A ]; then
+  log "== main job, old (ed1934f3) and new binaries interleaved, SM2/secp256k1/P-256 on cuda"
+  for run in old new old new; do
+    log "-- $run $(date -u +%T)"
+    timeout ${BENCH_T:-80} $T $B/chainsig-$run bench --backend cuda --sizes 4096,172032,1048576 --repeats 5 \
+       --json $R/bench_${run}_$(date +%s).json 2>&1 | tail -14 | tee -a "$L"
+  done
+  log "== device_check --quick --count 1048576 (every kernel configuration) $(date -u +%T)"
+  mkdir -p $R/dc; OUT=$R/dc timeout ${DC_T:-150} $T $B/device_check --quick --count 1048576 > $R/dc/stdout.txt 2>&1
+  log "rc=$?"; tail -40 $R/dc/stdout.txt | tee -a "$L"
+  log "== C ABI and Go on the GPU $(date -u +%T)"
+  (cd $C/gpu && OUT=$R timeout 100 $T bash run.sh 2>&1 | tail -50 | tee -a "$L")
+  log "== GPU fault injection $(date -u +%T)"
+  CHAINSIG_REQUIRE_GPU=1 timeout 90 $T $B/gpu-fault --test-threads 1 > $R/gpu_fault.txt 2>&1; log "rc=$?"
+  tail -30 $R/gpu_fault.txt | tee -a "$L"
+  log "== raw Ethereum transactions on the GPU, 2^20 $(date -u +%T)"
+  CHAINSIG_ETHTX_RECORDS=1048576 timeout 100 $T $B/cuda-test gpu_ethtx --nocapture --test-threads 1 > $R/gpu_ethtx.txt 2>&1; log "rc=$?"
+  tail -30 $R/gpu_ethtx.txt | tee -a "$L"
+else
+  for set in sm2 secp256k1; do
+    log "== user path $set $(date -u +%T)"
+    CHAINSIG=$B/chainsig-new N=${UP_N:-1000000} REPEATS=2 OUT=$R/up timeout 150 bash scripts/gpu_user_path.sh $set > $R/up_$set.txt 2>&1; log "rc=$?"
+    tail -40 $R/up_$set.txt | tee -a "$L"
+  done
+  log "== node pipeline (cores 0-7) $(date -u +%T)"
+  (cd $C/node && OUT=$R timeout 120 $T bash run.sh 2>&1 | tail -40 | tee -a "$L")
+  log "== device_check --ecdsa $(date -u +%T)"
+  mkdir -p $R/dce; OUT=$R/dce timeout ${DC_T:-100} $T $B/device_check --ecdsa --count ${ECDSA_N:-262144} > $R/dce/stdout.txt 2>&1
+  log "rc=$?"; tail -40 $R/dce/stdout.txt | tee -a "$L"
+fi
+log "== fuzz (waiting) $(date -u +%T)"
+while pgrep -f 'corpus-out' >/dev/null; do sleep 5; done
+cat $R/fuzz_summary.tsv 2>/dev/null | tee -a "$L"; mv $R/fuzz_summary.tsv $R/fuzz_summary_$PHASE.tsv 2>/dev/null; mv $R/fuzz_logs.tgz $R/fuzz_logs_$PHASE.tgz 2>/dev/null
+log "done $(date -u +%T)"
