@@ -25,6 +25,13 @@ log() { echo "$@" | tee -a "$L"; }
 PHASE=${PHASE:-A}
 [ -d $C/cmp/bins ] || (cd $C/cmp && tar xJf bins.tar.xz)
 B=$C/cmp/bins
+# The compiled kernels, made on the CPU machine (scripts/kernel_cache.sh: NVRTC 13.0 for sm_90, the
+# cache key covers source, options and architecture): without them the first call of each module
+# compiles it here, a minute or more for the ECDSA modules, inside the timed windows below.
+if [ -f $C/cmp/kcache.tar.xz ]; then
+  mkdir -p $CHAINSIG_CACHE_DIR && tar xJf $C/cmp/kcache.tar.xz -C $CHAINSIG_CACHE_DIR
+  log "kernel cache: $(ls $CHAINSIG_CACHE_DIR | grep -c cubin) modules carried"
+fi
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; } 2>&1 | tee -a "$L"
 (SEED_BASE=$([ $PHASE = A ] && echo 1000 || echo 2000) FUZZ_SECONDS=${FUZZ_SECONDS:-380} OUT=$R taskset -c 8-15 bash $C/fuzz/run.sh > $R/fuzz_stdout_$PHASE.txt 2>&1 &)
 T="taskset -c 0-7"
@@ -32,14 +39,14 @@ if [ $PHASE = A ]; then
   log "== main job, old (ed1934f3) and new binaries interleaved, SM2/secp256k1/P-256 on cuda"
   for run in old new old new; do
     log "-- $run $(date -u +%T)"
-    timeout ${BENCH_T:-80} $T $B/chainsig-$run bench --backend cuda --sizes 4096,172032,1048576 --repeats 5 \
+    timeout ${BENCH_T:-150} $T $B/chainsig-$run bench --backend cuda --sizes 4096,172032,1048576 --repeats 5 \
        --json $R/bench_${run}_$(date +%s).json 2>&1 | tail -14 | tee -a "$L"
   done
   log "== device_check --quick --count 1048576 (every kernel configuration) $(date -u +%T)"
   mkdir -p $R/dc; OUT=$R/dc timeout ${DC_T:-150} $T $B/device_check --quick --count 1048576 > $R/dc/stdout.txt 2>&1
   log "rc=$?"; tail -40 $R/dc/stdout.txt | tee -a "$L"
   log "== C ABI and Go on the GPU $(date -u +%T)"
-  (cd $C/gpu && OUT=$R timeout 100 $T bash run.sh 2>&1 | tail -50 | tee -a "$L")
+  (cd $C/gpu && OUT=$R timeout ${GPU_T:-200} $T bash run.sh 2>&1 | tail -50 | tee -a "$L")
   log "== GPU fault injection $(date -u +%T)"
   CHAINSIG_REQUIRE_GPU=1 timeout 90 $T $B/gpu-fault --test-threads 1 > $R/gpu_fault.txt 2>&1; log "rc=$?"
   tail -30 $R/gpu_fault.txt | tee -a "$L"
@@ -61,4 +68,6 @@ fi
 log "== fuzz (waiting) $(date -u +%T)"
 while pgrep -f 'corpus-out' >/dev/null; do sleep 5; done
 cat $R/fuzz_summary.tsv 2>/dev/null | tee -a "$L"; mv $R/fuzz_summary.tsv $R/fuzz_summary_$PHASE.tsv 2>/dev/null; mv $R/fuzz_logs.tgz $R/fuzz_logs_$PHASE.tgz 2>/dev/null
+# The kernels compiled here come back, to be carried next time.
+tar cJf $OUT/kcache_$PHASE.tar.xz -C $CHAINSIG_CACHE_DIR . 2>/dev/null
 log "done $(date -u +%T)"
