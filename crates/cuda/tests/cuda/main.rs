@@ -8,6 +8,7 @@ mod gpu_ethtx; // raw transactions on the GPU against the CPU path, timed
 mod host_ecdsa;
 mod host_ethtx;
 mod host_kernel;
+mod host_raw; // SM2 from raw bytes: keys, Z_A and e by the kernel code against the CPU path
 mod host_signers;
 mod host_sm3;
 mod nvrtc;
