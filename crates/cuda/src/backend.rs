@@ -5,6 +5,7 @@
 
 use crate::engine::Engine;
 use crate::messages::MessageBatch;
+use crate::raw::{RawSm2Batch, RawVerdicts};
 use crate::signers::SignerTables;
 use crate::CudaConfig;
 use chainsig_core::algorithm::Algorithm;
@@ -133,6 +134,16 @@ impl CudaBackend {
 
     /// Loads the known signers' fixed-base tables (464 KB of GPU memory each), replacing any loaded
     /// before; a [`crate::signers::SignerBatch`] names its signers by their index in `tables`. Fast mode only.
+    /// SM2 records from their own bytes ([`crate::raw`]): each key decoded and checked, Z_A and e
+    /// computed, all on the GPU; records of known signers through their tables. A verdict and a
+    /// fault code per record, in order. [`crate::raw::verify_or_fall_back`] adds the CPU fallback.
+    pub fn verify_raw(&self, batch: &RawSm2Batch) -> Result<RawVerdicts, BackendError> {
+        self.engine
+            .lock()
+            .map_err(|_| device_err("verify raw", "poisoned lock"))?
+            .verify_raw(batch)
+    }
+
     pub fn load_signers(&self, tables: &SignerTables) -> Result<(), BackendError> {
         self.engine
             .lock()

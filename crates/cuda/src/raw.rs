@@ -289,3 +289,200 @@ fn key_code(e: KeyError) -> u8 {
         KeyError::SecretOutOfRange => u8::MAX,
     }
 }
+
+/// The SEC1 encodings, both forms, of the known signers' keys, each with the signer's number:
+/// a raw record whose key bytes are one of them is a known signer's, found without decoding it.
+pub struct KnownEncodings(std::collections::HashMap<Box<[u8]>, u32>);
+
+impl KnownEncodings {
+    pub fn new(index: &crate::signers::SignerIndex) -> Self {
+        let mut map = std::collections::HashMap::with_capacity(2 * index.len());
+        for (k, (x, y)) in index.keys().iter().enumerate() {
+            let full: Box<[u8]> = [&[4u8][..], x, y].concat().into();
+            let short: Box<[u8]> = [&[2 | (y[31] & 1)][..], x].concat().into();
+            map.insert(full, k as u32);
+            map.insert(short, k as u32);
+        }
+        KnownEncodings(map)
+    }
+
+    /// The records of known signers (with their numbers) and the others, each in batch order.
+    pub fn split(&self, batch: &RawSm2Batch) -> RawSplit {
+        use rayon::prelude::*;
+        let found: Vec<Option<u32>> = (0..batch.len())
+            .into_par_iter()
+            .map(|i| self.0.get(batch.item(i).pubkey).copied())
+            .collect();
+        let mut split = RawSplit::default();
+        for (i, f) in found.into_iter().enumerate() {
+            match f {
+                Some(k) => {
+                    split.known_at.push(i);
+                    split.signers.push(k);
+                }
+                None => split.others_at.push(i),
+            }
+        }
+        split
+    }
+}
+
+/// A raw batch cut by signer ([`KnownEncodings::split`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RawSplit {
+    pub known_at: Vec<usize>,
+    /// The signer of each record of `known_at`.
+    pub signers: Vec<u32>,
+    pub others_at: Vec<usize>,
+}
+
+impl RawSplit {
+    /// The two parts' answers put back in the batch's order.
+    pub fn merge(&self, known: &RawVerdicts, others: &RawVerdicts) -> RawVerdicts {
+        let n = self.known_at.len() + self.others_at.len();
+        let mut out = RawVerdicts {
+            verdicts: Bitmap::new(n),
+            faults: vec![0; n],
+        };
+        for (part, at) in [(known, &self.known_at), (others, &self.others_at)] {
+            for (k, &i) in at.iter().enumerate() {
+                out.verdicts.set(i, part.verdicts.get(k));
+                out.faults[i] = part.faults[k];
+            }
+        }
+        out
+    }
+}
+
+/// The batch on the GPU, or, when that fails (no device, a device error, an unsupported
+/// configuration, a panic), on `cpu` as the CPU path prepares it ([`verify_on_host`]), as the
+/// registry's `auto` falls back for prepared batches. Returns the answer and the name of the
+/// backend that gave it.
+pub fn verify_or_fall_back(
+    gpu: Option<&crate::CudaBackend>,
+    cpu: &dyn chainsig_core::backend::Backend,
+    batch: &RawSm2Batch,
+) -> Result<(RawVerdicts, String), chainsig_core::backend::BackendError> {
+    if let Some(gpu) = gpu {
+        let tried =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gpu.verify_raw(batch)));
+        if let Ok(Ok(out)) = tried {
+            if out.len() == batch.len() {
+                return Ok((out, crate::NAME.to_string()));
+            }
+        }
+    }
+    Ok((verify_on_host(batch, cpu)?, cpu.name().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Record i's r, s, key, identifier and message.
+    type Parts = ([u8; 32], [u8; 32], Vec<u8>, Vec<u8>, Vec<u8>);
+
+    fn item_bytes(i: usize) -> Parts {
+        let key = vec![2 + (i % 3) as u8; [33, 65, 0, 7][i % 4]];
+        let id = vec![b'a' + (i % 26) as u8; i % 20];
+        let msg: Vec<u8> = (0..(i * 7 % 90)).map(|k| (k ^ i) as u8).collect();
+        ([i as u8; 32], [!(i as u8); 32], key, id, msg)
+    }
+
+    fn batch(n: usize) -> RawSm2Batch {
+        let mut b = RawSm2Batch::default();
+        for i in 0..n {
+            let (r, s, pubkey, id, msg) = item_bytes(i);
+            b.push(&RawSm2Item {
+                r: &r,
+                s: &s,
+                pubkey: &pubkey,
+                id: &id,
+                msg: &msg,
+            })
+            .unwrap();
+        }
+        b
+    }
+
+    fn same(a: RawSm2Item, i: usize) {
+        let (r, s, pubkey, id, msg) = item_bytes(i);
+        assert_eq!(
+            (a.r, a.s, a.pubkey, a.id, a.msg),
+            (&r, &s, &pubkey[..], &id[..], &msg[..]),
+            "record {i}"
+        );
+    }
+
+    #[test]
+    fn records_come_back_whole_from_the_batch_a_selection_and_a_staged_chunk() {
+        let b = batch(300);
+        (0..300).for_each(|i| same(b.item(i), i));
+        let picked = [7usize, 3, 299, 150, 3];
+        let sel = b.select(&picked);
+        for (k, &i) in picked.iter().enumerate() {
+            same(sel.item(k), i);
+        }
+        // A mid-batch chunk: offsets from the chunk's first byte, the bytes as pushed.
+        let (i0, m) = (41usize, 200usize);
+        let mut dst = vec![0xdead_beefu32; b.chunk_words(i0, m)];
+        b.stage(i0, m, &mut dst).unwrap();
+        let (offsets, words) = dst.split_at(3 * m + 1);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        assert_eq!(offsets[0], 0);
+        for k in 0..m {
+            let o: Vec<usize> = offsets[3 * k..3 * k + 4]
+                .iter()
+                .map(|&o| o as usize)
+                .collect();
+            let (r, s, pubkey, id, msg) = item_bytes(i0 + k);
+            assert_eq!(
+                &bytes[o[0]..o[1]],
+                [&r[..], &s, &pubkey].concat(),
+                "head of {k}"
+            );
+            assert_eq!(&bytes[o[1]..o[2]], &id[..]);
+            assert_eq!(&bytes[o[2]..o[3]], &msg[..]);
+        }
+    }
+
+    #[test]
+    fn fault_codes_name_the_cpu_paths_key_errors_and_split_answers_merge_in_order() {
+        for (code, e) in [
+            (1, KeyError::Length),
+            (2, KeyError::Prefix),
+            (3, KeyError::CoordinateOutOfRange),
+            (4, KeyError::NoSquareRoot),
+            (5, KeyError::NotOnCurve),
+            (6, KeyError::Infinity),
+        ] {
+            assert_eq!(key_code(e), code);
+            let err = KeyFault::from_code(code).error().unwrap();
+            assert_eq!((err.field, err.reason), ("pubkey", e.to_string()));
+        }
+        assert_eq!(KeyFault::from_code(0).error(), None);
+        assert_eq!(KeyFault::from_code(7).error().unwrap().field, "id");
+        let split = RawSplit {
+            known_at: vec![1, 2],
+            signers: vec![0, 0],
+            others_at: vec![0, 3],
+        };
+        let part = |bits: [bool; 2], faults: Vec<u8>| {
+            let mut verdicts = Bitmap::new(2);
+            verdicts.set(0, bits[0]);
+            verdicts.set(1, bits[1]);
+            RawVerdicts { verdicts, faults }
+        };
+        let merged = split.merge(
+            &part([true, false], vec![0, 0]),
+            &part([false, true], vec![4, 0]),
+        );
+        assert_eq!(merged.faults, vec![4, 0, 0, 0]);
+        assert!(merged.outcome(0).is_err());
+        assert_eq!(merged.outcome(1), Ok(true));
+        assert_eq!(merged.outcome(2), Ok(false));
+        assert_eq!(merged.outcome(3), Ok(true));
+        assert!(merged.check().is_ok());
+        assert!(part([false, false], vec![0, 9]).check().is_err());
+    }
+}

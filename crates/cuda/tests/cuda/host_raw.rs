@@ -53,7 +53,7 @@ fn points(count: usize, rng: &mut impl RngCore) -> Vec<([u8; 32], [u8; 32])> {
 
 /// A key's bytes of case `case` around the point (x, y): valid in either form, or spoiled in
 /// one of the ways the CPU path refuses.
-fn key_bytes(case: u32, x: &[u8; 32], y: &[u8; 32], rng: &mut impl RngCore) -> Vec<u8> {
+pub(crate) fn key_bytes(case: u32, x: &[u8; 32], y: &[u8; 32], rng: &mut impl RngCore) -> Vec<u8> {
     let odd = y[31] & 1;
     let compressed = |prefix: u8, x: &[u8]| [&[prefix][..], x].concat();
     let full = |prefix: u8, x: &[u8], y: &[u8]| [&[prefix][..], x, y].concat();
@@ -121,7 +121,7 @@ fn key_bytes(case: u32, x: &[u8; 32], y: &[u8; 32], rng: &mut impl RngCore) -> V
 }
 
 /// The CPU path's preparation of one raw record.
-fn cpu_prepare(prep: &Preparer, it: &RawSm2Item) -> Result<PreparedItem, RecordError> {
+pub(crate) fn cpu_prepare(prep: &Preparer, it: &RawSm2Item) -> Result<PreparedItem, RecordError> {
     prep.prepare(&VerifyRecord {
         alg: Algorithm::Sm2,
         pubkey: it.pubkey.to_vec(),
