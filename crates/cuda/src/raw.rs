@@ -4,7 +4,7 @@
 //! decompresses it, computes Z_A (GB/T 32918.2, 5.5) and e = SM3(Z_A ‖ M), and writes the
 //! verification kernels' input. Per record the host does no hashing and no field arithmetic: the
 //! CPU path (`chainsig_cpu::Preparer`) spends about 5 µs a record decompressing a key and 0.7 µs
-//! on Z_A for a signer it has not seen (BENCHMARKS.md, "SM2 from the node's bytes").
+//! on Z_A for a signer it has not seen (crates/cuda/README.md, `src/raw.rs`).
 //!
 //! A record the device refuses carries a [`KeyFault`], which maps to the very error the CPU path
 //! reports for that record (`chainsig_weierstrass::KeyError`'s text under the field "pubkey").

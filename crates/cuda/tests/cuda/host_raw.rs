@@ -383,6 +383,19 @@ fn the_host_fallback_gives_the_cpu_paths_outcomes() {
     }
     let cpu = chainsig_cpu::CpuBackend::new();
     let out = chainsig_cuda::raw::verify_on_host(&batch, &cpu).expect("CPU verification");
+    // The GPU where one opens (a GPU machine), else the fallback, which says which answered.
+    let gpu = chainsig_cuda::CudaBackend::new(Default::default()).ok();
+    let (again, used) =
+        chainsig_cuda::raw::verify_or_fall_back(gpu.as_ref(), &cpu, &batch).expect("an answer");
+    let want_used = if gpu.is_some() {
+        chainsig_cuda::NAME
+    } else {
+        "cpu"
+    };
+    assert_eq!(used, want_used);
+    for i in 0..batch.len() {
+        assert_eq!(again.outcome(i), out.outcome(i), "record {i} on {used}");
+    }
     let prep = Preparer::new();
     for i in 0..batch.len() {
         match (cpu_prepare(&prep, &batch.item(i)), out.outcome(i)) {
