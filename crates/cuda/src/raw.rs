@@ -13,148 +13,49 @@ use chainsig_core::bitmap::Bitmap;
 use chainsig_core::RecordError;
 use chainsig_weierstrass::KeyError;
 
-/// The longest identifier: ENTL, its length in bits, has two bytes.
-pub const ID_MAX: usize = 8191;
+pub use chainsig_core::raw_sm2::{RawOutcome, RawSm2Batch, RawSm2Item, ID_MAX};
 
-/// One record's bytes (big-endian r and s, the key as SEC1 bytes, unchecked).
-#[derive(Debug, Clone, Copy)]
-pub struct RawSm2Item<'a> {
-    pub r: &'a [u8; 32],
-    pub s: &'a [u8; 32],
-    pub pubkey: &'a [u8],
-    pub id: &'a [u8],
-    pub msg: &'a [u8],
+/// Device words of the chunk [i0, i0 + m): 3m + 1 offsets, then the bytes in whole words.
+pub fn chunk_words(batch: &RawSm2Batch, i0: usize, m: usize) -> usize {
+    3 * m + 1 + batch.record_bytes(i0, m).div_ceil(4)
 }
 
-/// Records one after another in one byte vector, each as `r ‖ s ‖ key`, identifier, message;
-/// `cuts` holds the three spans' starts per record and the end.
-#[derive(Debug, Clone)]
-pub struct RawSm2Batch {
-    cuts: Vec<usize>,
-    bytes: Vec<u8>,
-}
-
-impl Default for RawSm2Batch {
-    fn default() -> Self {
-        Self::with_capacity(0, 0)
+/// Writes chunk [i0, i0 + m) in the layout of kernels/sm2raw.cuh into `dst` (at least
+/// [`chunk_words`] long): the offsets relative to the chunk's first byte, then the bytes as they
+/// are. Copies only, on every core for a large chunk. Fails when the chunk's bytes exceed the
+/// kernel's 32-bit offsets.
+pub fn stage(batch: &RawSm2Batch, i0: usize, m: usize, dst: &mut [u32]) -> Result<(), String> {
+    use rayon::prelude::*;
+    let total = batch.record_bytes(i0, m);
+    if u32::try_from(total).is_err() {
+        return Err(format!(
+            "records {i0}..{}: {total} bytes in one chunk, above the 4 GiB a chunk may hold",
+            i0 + m
+        ));
     }
-}
-
-impl RawSm2Batch {
-    /// An empty batch with room for `records` records of `bytes` bytes in all.
-    pub fn with_capacity(records: usize, bytes: usize) -> Self {
-        let mut cuts = Vec::with_capacity(3 * records + 1);
-        cuts.push(0);
-        RawSm2Batch {
-            cuts,
-            bytes: Vec::with_capacity(bytes),
-        }
+    let (offsets, words) = dst.split_at_mut(3 * m + 1);
+    let base = batch.cuts()[3 * i0];
+    let cuts = &batch.cuts()[3 * i0..=3 * (i0 + m)];
+    let src = &batch.bytes()[base..base + total];
+    let words = &mut words[..total.div_ceil(4)];
+    // SAFETY: a u32 slice viewed as its bytes: same memory, u8 has no alignment or invalid
+    // values, and `words` is not used otherwise while the view lives. The kernel reads these
+    // words as bytes, in memory order.
+    let dst_bytes: &mut [u8] =
+        unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 4) };
+    const PIECE: usize = 1 << 20;
+    let rebase = |(o, c): (&mut u32, &usize)| *o = (c - base) as u32;
+    if total + 12 * m >= PIECE {
+        offsets.par_iter_mut().zip(cuts).for_each(rebase);
+        dst_bytes[..total]
+            .par_chunks_mut(PIECE)
+            .zip(src.par_chunks(PIECE))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    } else {
+        offsets.iter_mut().zip(cuts).for_each(rebase);
+        dst_bytes[..total].copy_from_slice(src);
     }
-
-    /// Appends a record; an identifier longer than ENTL can count is refused as the record
-    /// parser refuses it (nothing is appended then).
-    pub fn push(&mut self, it: &RawSm2Item) -> Result<(), RecordError> {
-        if it.id.len() > ID_MAX {
-            return Err(RecordError::new("id", "longer than 8191 bytes"));
-        }
-        self.bytes.extend_from_slice(it.r);
-        self.bytes.extend_from_slice(it.s);
-        self.bytes.extend_from_slice(it.pubkey);
-        self.cuts.push(self.bytes.len());
-        self.bytes.extend_from_slice(it.id);
-        self.cuts.push(self.bytes.len());
-        self.bytes.extend_from_slice(it.msg);
-        self.cuts.push(self.bytes.len());
-        Ok(())
-    }
-
-    pub fn len(&self) -> usize {
-        self.cuts.len() / 3
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Record i's bytes.
-    pub fn item(&self, i: usize) -> RawSm2Item<'_> {
-        let c = &self.cuts[3 * i..3 * i + 4];
-        let head = &self.bytes[c[0]..c[1]];
-        RawSm2Item {
-            r: head[..32].try_into().expect("32 bytes of r"),
-            s: head[32..64].try_into().expect("32 bytes of s"),
-            pubkey: &head[64..],
-            id: &self.bytes[c[1]..c[2]],
-            msg: &self.bytes[c[2]..c[3]],
-        }
-    }
-
-    /// Records `indices`, in that order, as a batch of their own.
-    pub fn select(&self, indices: &[usize]) -> RawSm2Batch {
-        let bytes = indices.iter().map(|&i| self.record_bytes(i, 1)).sum();
-        let mut out = RawSm2Batch::with_capacity(indices.len(), bytes);
-        for &i in indices {
-            let base = self.cuts[3 * i];
-            out.bytes
-                .extend_from_slice(&self.bytes[base..self.cuts[3 * i + 3]]);
-            let shift = out.cuts[out.cuts.len() - 1];
-            out.cuts.extend(
-                self.cuts[3 * i + 1..3 * i + 4]
-                    .iter()
-                    .map(|c| c - base + shift),
-            );
-        }
-        out
-    }
-
-    /// Bytes of records [i0, i0 + m).
-    pub fn record_bytes(&self, i0: usize, m: usize) -> usize {
-        self.cuts[3 * (i0 + m)] - self.cuts[3 * i0]
-    }
-
-    /// Device words of the chunk [i0, i0 + m): 3m + 1 offsets, then the bytes in whole words.
-    pub fn chunk_words(&self, i0: usize, m: usize) -> usize {
-        3 * m + 1 + self.record_bytes(i0, m).div_ceil(4)
-    }
-
-    /// Writes chunk [i0, i0 + m) in the layout of kernels/sm2raw.cuh into `dst` (at least
-    /// [`RawSm2Batch::chunk_words`] long): the offsets relative to the chunk's first byte, then
-    /// the bytes as they are. Copies only, on every core for a large chunk. Fails when the
-    /// chunk's bytes exceed the kernel's 32-bit offsets.
-    pub fn stage(&self, i0: usize, m: usize, dst: &mut [u32]) -> Result<(), String> {
-        use rayon::prelude::*;
-        let total = self.record_bytes(i0, m);
-        if u32::try_from(total).is_err() {
-            return Err(format!(
-                "records {i0}..{}: {total} bytes in one chunk, above the 4 GiB a chunk may hold",
-                i0 + m
-            ));
-        }
-        let (offsets, words) = dst.split_at_mut(3 * m + 1);
-        let base = self.cuts[3 * i0];
-        let cuts = &self.cuts[3 * i0..=3 * (i0 + m)];
-        let src = &self.bytes[base..base + total];
-        let words = &mut words[..total.div_ceil(4)];
-        // SAFETY: a u32 slice viewed as its bytes: same memory, u8 has no alignment or invalid
-        // values, and `words` is not used otherwise while the view lives. The kernel reads these
-        // words as bytes, in memory order.
-        let dst_bytes: &mut [u8] = unsafe {
-            std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 4)
-        };
-        const PIECE: usize = 1 << 20;
-        let rebase = |(o, c): (&mut u32, &usize)| *o = (c - base) as u32;
-        if total + 12 * m >= PIECE {
-            offsets.par_iter_mut().zip(cuts).for_each(rebase);
-            dst_bytes[..total]
-                .par_chunks_mut(PIECE)
-                .zip(src.par_chunks(PIECE))
-                .for_each(|(d, s)| d.copy_from_slice(s));
-        } else {
-            offsets.iter_mut().zip(cuts).for_each(rebase);
-            dst_bytes[..total].copy_from_slice(src);
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// Why the device refused a record (the codes of kernels/sec1.cuh and sm2raw.cuh).
@@ -224,6 +125,20 @@ impl RawVerdicts {
         }
     }
 
+    /// The answer as backends give it: the verdicts, and each refused record's error.
+    pub fn into_outcome(self) -> RawOutcome {
+        let errors = self
+            .faults
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &c)| KeyFault::from_code(c).error().map(|e| (i, e)))
+            .collect();
+        RawOutcome {
+            verdicts: self.verdicts,
+            errors,
+        }
+    }
+
     /// An `Unknown` fault means the device wrote what no kernel writes: the whole answer is
     /// suspect, and the caller verifies the batch elsewhere.
     pub fn check(&self) -> Result<(), String> {
@@ -237,47 +152,8 @@ impl RawVerdicts {
     }
 }
 
-/// The batch verified on the host (after a GPU failure, or where no GPU is): each key decoded by
-/// `chainsig_weierstrass` and Z_A and e by `chainsig_core::hash`, as the CPU path prepares a
-/// record, on every core; then `host` verifies the prepared records.
-pub fn verify_on_host(
-    batch: &RawSm2Batch,
-    host: &dyn chainsig_core::backend::Backend,
-) -> Result<RawVerdicts, chainsig_core::backend::BackendError> {
-    use chainsig_core::{hash, Algorithm, Batch, PreparedItem};
-    use rayon::prelude::*;
-    let prepared: Vec<(PreparedItem, u8)> = (0..batch.len())
-        .into_par_iter()
-        .map(|i| {
-            let it = batch.item(i);
-            match chainsig_weierstrass::PublicKey::from_sec1(it.pubkey) {
-                Ok(key) => {
-                    let (px, py) = (key.x(), key.y());
-                    let za = hash::sm2_z_a(it.id, &px, &py);
-                    let e = hash::sm3_concat(&[&za, it.msg]);
-                    let (r, s) = (*it.r, *it.s);
-                    (PreparedItem { e, r, s, px, py }, 0)
-                }
-                Err(e) => (PreparedItem::default(), key_code(e)),
-            }
-        })
-        .collect();
-    let good: Vec<usize> = (0..prepared.len())
-        .filter(|&i| prepared[i].1 == 0)
-        .collect();
-    let items: Vec<PreparedItem> = good.iter().map(|&i| prepared[i].0).collect();
-    let found = host.verify_batch(&Batch::from_items(Algorithm::Sm2, false, &items))?;
-    let mut verdicts = Bitmap::new(batch.len());
-    for (k, &i) in good.iter().enumerate() {
-        verdicts.set(i, found.get(k));
-    }
-    Ok(RawVerdicts {
-        verdicts,
-        faults: prepared.into_iter().map(|(_, c)| c).collect(),
-    })
-}
-
 /// The device's code for a key error (the inverse of [`KeyFault::from_code`]).
+#[cfg(test)]
 fn key_code(e: KeyError) -> u8 {
     match e {
         KeyError::Length => 1,
@@ -354,27 +230,6 @@ impl RawSplit {
     }
 }
 
-/// The batch on the GPU, or, when that fails (no device, a device error, an unsupported
-/// configuration, a panic), on `cpu` as the CPU path prepares it ([`verify_on_host`]), as the
-/// registry's `auto` falls back for prepared batches. Returns the answer and the name of the
-/// backend that gave it.
-pub fn verify_or_fall_back(
-    gpu: Option<&crate::CudaBackend>,
-    cpu: &dyn chainsig_core::backend::Backend,
-    batch: &RawSm2Batch,
-) -> Result<(RawVerdicts, String), chainsig_core::backend::BackendError> {
-    if let Some(gpu) = gpu {
-        let tried =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gpu.verify_raw(batch)));
-        if let Ok(Ok(out)) = tried {
-            if out.len() == batch.len() {
-                return Ok((out, crate::NAME.to_string()));
-            }
-        }
-    }
-    Ok((verify_on_host(batch, cpu)?, cpu.name().to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,28 +260,13 @@ mod tests {
         b
     }
 
-    fn same(a: RawSm2Item, i: usize) {
-        let (r, s, pubkey, id, msg) = item_bytes(i);
-        assert_eq!(
-            (a.r, a.s, a.pubkey, a.id, a.msg),
-            (&r, &s, &pubkey[..], &id[..], &msg[..]),
-            "record {i}"
-        );
-    }
-
     #[test]
-    fn records_come_back_whole_from_the_batch_a_selection_and_a_staged_chunk() {
+    fn a_staged_chunk_holds_its_records_bytes_cut_by_offsets_from_its_start() {
         let b = batch(300);
-        (0..300).for_each(|i| same(b.item(i), i));
-        let picked = [7usize, 3, 299, 150, 3];
-        let sel = b.select(&picked);
-        for (k, &i) in picked.iter().enumerate() {
-            same(sel.item(k), i);
-        }
         // A mid-batch chunk: offsets from the chunk's first byte, the bytes as pushed.
         let (i0, m) = (41usize, 200usize);
-        let mut dst = vec![0xdead_beefu32; b.chunk_words(i0, m)];
-        b.stage(i0, m, &mut dst).unwrap();
+        let mut dst = vec![0xdead_beefu32; chunk_words(&b, i0, m)];
+        stage(&b, i0, m, &mut dst).unwrap();
         let (offsets, words) = dst.split_at(3 * m + 1);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         assert_eq!(offsets[0], 0);
@@ -483,6 +323,9 @@ mod tests {
         assert_eq!(merged.outcome(2), Ok(false));
         assert_eq!(merged.outcome(3), Ok(true));
         assert!(merged.check().is_ok());
+        let outcome = merged.clone().into_outcome();
+        assert_eq!(outcome.errors.len(), 1);
+        assert!((0..4).all(|i| outcome.outcome(i) == merged.outcome(i)));
         assert!(part([false, false], vec![0, 9]).check().is_err());
     }
 }

@@ -111,13 +111,12 @@ pub(super) fn prepare_chunk(
     mp: usize,
 ) -> Result<(), BackendError> {
     let s = slot.stream.cu_stream();
-    let words = batch.chunk_words(i0, m);
+    let words = crate::raw::chunk_words(batch, i0, m);
     // The signers' numbers follow the records' bytes.
     let numbers = signers.map_or(0, |_| m);
     slot.reserve_messages(words + numbers)?;
     let pin = slot.pin_msg.as_mut_slice();
-    batch
-        .stage(i0, m, &mut pin[..words])
+    crate::raw::stage(batch, i0, m, &mut pin[..words])
         .map_err(|e| device_err("stage raw records", e))?;
     if let Some(signers) = signers {
         pin[words..words + m].copy_from_slice(&signers[i0..i0 + m]);

@@ -4,7 +4,9 @@
 //! then `chainsig_cpu::verify_item`, the error text of every refused key included. Keys are
 //! fresh (one a record), half compressed, with about 4% spoiled in the ways the CPU path
 //! refuses (host_raw::key_bytes), a tenth of the signatures spoiled, messages of 0-300 bytes;
-//! then the same with eight known signers loaded, whose records go through their tables.
+//! then the same with eight known signers loaded, whose records go through their tables; then
+//! `chainsig_cpu::pipeline::verify_records` on the records as the CLI reads them (the raw path
+//! chosen for the GPU) against the same on the CPU backend.
 //! The runs are timed beside the CPU path's preparation alone.
 //!
 //! CHAINSIG_RAW_RECORDS sets the count (default 20,000; the device run takes 1,048,576) and
@@ -12,6 +14,7 @@
 //! the test prints why it skipped.
 
 use super::host_raw::{cpu_prepare, key_bytes};
+use chainsig_core::record::{Payload, VerifyRecord};
 use chainsig_core::RecordError;
 use chainsig_cpu::prepare::Preparer;
 use chainsig_cuda::raw::{RawSm2Batch, RawSm2Item, RawVerdicts};
@@ -165,5 +168,50 @@ fn gpu_raw_sm2_records_give_the_cpu_paths_outcomes() {
         keys.len(),
         secs * 1e3,
         mixed.len() as f64 / secs
+    );
+
+    // The user's path: records as the CLI reads them, through the pipeline, which sends SM2
+    // records with messages to this backend as their bytes.
+    use chainsig_cpu::pipeline::verify_records;
+    let records: Vec<Result<VerifyRecord, RecordError>> = (0..batch.len())
+        .map(|i| {
+            let it = batch.item(i);
+            Ok(VerifyRecord {
+                alg: chainsig_core::Algorithm::Sm2,
+                pubkey: it.pubkey.to_vec(),
+                payload: Payload::Message {
+                    msg: it.msg.to_vec(),
+                    hash: chainsig_core::HashAlg::Sm3,
+                },
+                r: *it.r,
+                s: *it.s,
+                sm2_id: it.id.to_vec(),
+            })
+        })
+        .collect();
+    let gpu = std::sync::Arc::new(gpu);
+    let mut registry = chainsig_cpu::cpu_registry();
+    registry.register(gpu.clone());
+    let prep = Preparer::new();
+    let t = Instant::now();
+    let on_gpu = verify_records(&registry, chainsig_cuda::NAME, false, &prep, &records)
+        .expect("the pipeline on the GPU");
+    let secs = t.elapsed().as_secs_f64();
+    assert!(
+        on_gpu
+            .batches
+            .iter()
+            .all(|(_, used, _)| used == chainsig_cuda::NAME),
+        "{:?}",
+        on_gpu.batches
+    );
+    let on_cpu = verify_records(&registry, "cpu", false, &Preparer::new(), &records)
+        .expect("the pipeline on the CPU");
+    assert_eq!(on_gpu.verdicts, on_cpu.verdicts, "the pipeline's verdicts");
+    println!(
+        "pipeline (records decoded, then the raw path): {:.3} ms for {} records, 0 disagreements \
+         with the CPU backend",
+        secs * 1e3,
+        records.len()
     );
 }
