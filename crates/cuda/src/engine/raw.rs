@@ -8,14 +8,15 @@
 
 use super::slots::Slot;
 use super::{Engine, Work};
+use crate::backend::unavailable;
 use crate::backend::NAME;
 use crate::kernels;
-use crate::raw::{KnownEncodings, RawSm2Batch, RawVerdicts};
+use crate::raw::{KnownEncodings, RawSm2Batch, RawSm2Item, RawVerdicts};
 use chainsig_core::backend::BackendError;
 use chainsig_gpu::cudarc;
 use chainsig_gpu::cudarc::driver::{result, CudaFunction, LaunchConfig, PushKernelArg};
-use chainsig_gpu::device_err;
 use chainsig_gpu::fault::{self, Op};
+use chainsig_gpu::{device_err, DevBuf};
 
 /// The raw module's two entries.
 pub(super) struct RawKernels {
@@ -38,10 +39,12 @@ impl Engine {
                     .load_function(name)
                     .map_err(|e| device_err("cuModuleGetFunction (raw SM2)", e))
             };
-            self.raw = Some(RawKernels {
+            let kernels = RawKernels {
                 fresh: load(kernels::RAW_KERNEL)?,
                 signed: load(kernels::RAW_SIGNED_KERNEL)?,
-            });
+            };
+            self.raw_self_test(&kernels.fresh)?;
+            self.raw = Some(kernels);
         }
         Ok(self.raw.as_ref().expect("loaded above"))
     }
@@ -82,6 +85,109 @@ impl Engine {
         let others = answer(out.words.remove(0), out.faults.remove(0), others.len())?;
         Ok(split.merge(&known, &others))
     }
+}
+
+impl Engine {
+    /// The raw kernel on this GPU against the host build of the same code, on fixed records
+    /// covering every key outcome (`self_test_batch`): every row of the verification input and
+    /// every fault code must agree before the kernel answers for a batch.
+    fn raw_self_test(&self, fresh: &CudaFunction) -> Result<(), BackendError> {
+        let batch = self_test_batch();
+        let (m, mp) = (batch.len(), batch.len().next_multiple_of(64));
+        let mut staged = vec![0u32; crate::raw::chunk_words(&batch, 0, m)];
+        crate::raw::stage(&batch, 0, m, &mut staged).map_err(unavailable)?;
+        let (want_rows, want_faults) = crate::host::raw::raw_chunk(&staged, m, mp, None);
+        let (din, drows, dfaults) = (
+            DevBuf::new(staged.len() * 4)?,
+            DevBuf::new(40 * mp * 4)?,
+            DevBuf::new(mp)?,
+        );
+        // SAFETY: the buffer holds exactly the staged words; synchronous copy.
+        unsafe { result::memcpy_htod_sync(din.ptr(), &staged) }
+            .map_err(|e| device_err("copy in", e))?;
+        let stream = &self.slots[0].stream;
+        let (offsets, bytes) = (din.ptr(), din.ptr() + ((3 * m + 1) * 4) as u64);
+        let (stride, count, rows, faults) = (mp as u32, m as u32, drows.ptr(), dfaults.ptr());
+        let mut b = stream.launch_builder(fresh);
+        b.arg(&offsets)
+            .arg(&bytes)
+            .arg(&stride)
+            .arg(&count)
+            .arg(&rows)
+            .arg(&faults);
+        let cfg = LaunchConfig {
+            grid_dim: (count.div_ceil(128), 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: cs_sm2_raw's arguments; the buffers hold the chunk, 40 rows of mp words and mp
+        // fault bytes.
+        unsafe { b.launch(cfg) }.map_err(|e| device_err("raw SM2 self-test launch", e))?;
+        stream
+            .synchronize()
+            .map_err(|e| device_err("synchronize", e))?;
+        let (mut got_rows, mut got_faults) = (vec![0u32; 40 * mp], vec![0u8; mp]);
+        // SAFETY: sizes as allocated; the stream has finished.
+        unsafe {
+            result::memcpy_dtoh_sync(&mut got_rows, rows).map_err(|e| device_err("copy out", e))?;
+            result::memcpy_dtoh_sync(&mut got_faults, faults)
+                .map_err(|e| device_err("copy out", e))?;
+        }
+        let row_differs = (0..40 * mp).find(|&w| w % mp < m && got_rows[w] != want_rows[w]);
+        let fault_differs = (0..m).find(|&i| got_faults[i] != want_faults[i]);
+        if let Some(i) = fault_differs.or(row_differs.map(|w| w % mp)) {
+            return Err(unavailable(format!(
+                "the GPU's raw SM2 kernel disagrees with the host build on self-test record {i}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Records for the raw kernel's self-test, built from G alone: its key in both forms (and the
+/// compressed form of -G), then one record for each way a key is refused, with identifiers of 0,
+/// 1, 16, 100 and 8191 bytes and messages across the SM3 block boundaries.
+fn self_test_batch() -> RawSm2Batch {
+    let c = &chainsig_core::curve::SM2;
+    let (gx, gy, p) = (&c.gx[..], &c.gy[..], &c.p[..]);
+    let mut off_curve = c.gy;
+    off_curve[31] ^= 1;
+    let parity = 2 | (c.gy[31] & 1);
+    let keys: Vec<Vec<u8>> = vec![
+        [&[4u8][..], gx, gy].concat(),
+        [&[parity][..], gx].concat(),
+        [&[parity ^ 1][..], gx].concat(),
+        [&[4u8][..], gx, &off_curve].concat(),
+        [&[2u8][..], p].concat(),
+        [&[4u8][..], gx, p].concat(),
+        [&[2u8][..], &[0; 31], &[1]].concat(),
+        [&[3u8][..], &[0; 31], &[2]].concat(),
+        [&[2u8][..], &[0; 31], &[3]].concat(),
+        vec![0],
+        vec![],
+        [&[5u8][..], gx].concat(),
+        [&[4u8][..], gx].concat(),
+        [&[4u8][..], gx, &gy[..31]].concat(),
+    ];
+    let mut batch = RawSm2Batch::default();
+    for (i, key) in keys.iter().cycle().take(3 * keys.len()).enumerate() {
+        let id = vec![b'A' + (i % 26) as u8; [0, 1, 16, 100, 8191][i % 5]];
+        let msg: Vec<u8> = (0..[0, 1, 55, 56, 64, 119, 300][i % 7])
+            .map(|k| (k * 7 + i) as u8)
+            .collect();
+        let (r, s) = ([i as u8 + 1; 32], [0x5a ^ i as u8; 32]);
+        let item = RawSm2Item {
+            r: &r,
+            s: &s,
+            pubkey: key,
+            id: &id,
+            msg: &msg,
+        };
+        batch
+            .push(&item)
+            .expect("identifiers of at most 8191 bytes");
+    }
+    batch
 }
 
 /// A work's answer, refused as a device fault when a code is one no kernel writes.
@@ -159,4 +265,24 @@ pub(super) fn prepare_chunk(
     // words) and faults mp bytes (the slot's reserve), ktabs the loaded tables.
     unsafe { b.launch(cfg) }.map_err(|e| device_err("raw SM2 kernel launch", e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_self_test_records_reach_every_key_outcome_in_the_host_build() {
+        let batch = self_test_batch();
+        let (m, mp) = (batch.len(), batch.len().next_multiple_of(64));
+        let mut staged = vec![0u32; crate::raw::chunk_words(&batch, 0, m)];
+        crate::raw::stage(&batch, 0, m, &mut staged).unwrap();
+        let (_, faults) = crate::host::raw::raw_chunk(&staged, m, mp, None);
+        let mut seen: Vec<u8> = faults.clone();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen, (0..=6).collect::<Vec<u8>>(), "fault codes {faults:?}");
+        // G in both forms, -G compressed and the point with x = 1: four valid keys a round.
+        assert_eq!(faults.iter().filter(|&&f| f == 0).count(), 12, "{faults:?}");
+    }
 }
