@@ -244,6 +244,8 @@ mod tests {
     struct RawDevice {
         cpu: CpuBackend,
         raw_records: AtomicUsize,
+        /// Fails every raw batch, as a GPU that lost its context would.
+        broken: bool,
     }
 
     impl Backend for RawDevice {
@@ -261,6 +263,12 @@ mod tests {
         }
         fn verify_raw_sm2(&self, batch: &RawSm2Batch) -> Result<RawOutcome, BackendError> {
             self.raw_records.fetch_add(batch.len(), Ordering::Relaxed);
+            if self.broken {
+                return Err(BackendError::Device {
+                    backend: self.name().into(),
+                    reason: "lost".into(),
+                });
+            }
             self.cpu.verify_raw_sm2(batch)
         }
     }
@@ -315,6 +323,7 @@ mod tests {
         let device = Arc::new(RawDevice {
             cpu: CpuBackend::new(),
             raw_records: AtomicUsize::new(0),
+            broken: false,
         });
         let mut registry = crate::cpu_registry();
         registry.register(device.clone());
@@ -334,5 +343,34 @@ mod tests {
             .verdicts
             .iter()
             .any(|v| matches!(v, Verdict::Error(e) if e.field == "pubkey")));
+    }
+
+    #[test]
+    fn a_failing_raw_device_under_auto_leaves_the_records_to_the_cpu_with_the_same_verdicts() {
+        let device = Arc::new(RawDevice {
+            cpu: CpuBackend::new(),
+            raw_records: AtomicUsize::new(0),
+            broken: true,
+        });
+        let mut registry = crate::cpu_registry();
+        registry.register(device.clone());
+        registry.set_gpu_crossover(1);
+        let records = records();
+        let out = verify_records(&registry, "auto", false, &Preparer::new(), &records).unwrap();
+        let on_cpu = verify_records(&registry, "cpu", false, &Preparer::new(), &records).unwrap();
+        assert!(
+            device.raw_records.load(Ordering::Relaxed) > 0,
+            "the device was tried"
+        );
+        assert_eq!(out.verdicts, on_cpu.verdicts);
+        assert!(
+            out.batches.iter().any(|(_, used, _)| used == CPU),
+            "{:?}",
+            out.batches
+        );
+        // Named explicitly, the failing device's error is the answer.
+        assert!(
+            verify_records(&registry, "raw-device", false, &Preparer::new(), &records).is_err()
+        );
     }
 }
