@@ -4,6 +4,7 @@ use crate::algorithm::Algorithm;
 use crate::batch::{Batch, RecoverItem, Recovered};
 use crate::bitmap::Bitmap;
 use crate::messages::MessageBatch;
+use crate::raw_sm2::{RawOutcome, RawSm2Batch};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,6 +40,24 @@ pub trait Backend: Send + Sync {
     /// after another, and verifies the digests.
     fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
         self.verify_batch(&batch.to_digest_batch())
+    }
+
+    /// Whether the backend decodes keys and hashes SM2 records on its own device
+    /// ([`Backend::verify_raw_sm2`]), so that the caller sends them as their bytes unprepared.
+    fn takes_raw_sm2(&self) -> bool {
+        false
+    }
+
+    /// SM2 records that carry their message, as their bytes (keys unchecked): a verdict per
+    /// record, or the error the CPU path reports for the record's key. Backends that prepare
+    /// records as the CPU path does (the CPU backend, the fallback) and those that take them raw
+    /// implement it.
+    fn verify_raw_sm2(&self, batch: &RawSm2Batch) -> Result<RawOutcome, BackendError> {
+        let _ = batch;
+        Err(BackendError::Unsupported {
+            backend: self.name().to_string(),
+            what: "SM2 records as their bytes".into(),
+        })
     }
 
     /// Whether [`Backend::recover_batch`] is implemented: `auto` sends recovery only to backends
@@ -204,6 +223,18 @@ impl Registry {
         })
     }
 
+    /// SM2 records as their bytes on the backend `select` picks, with the same CPU fallback as
+    /// [`Registry::verify`].
+    pub fn verify_raw_sm2(
+        &self,
+        name: &str,
+        batch: &RawSm2Batch,
+    ) -> Result<(RawOutcome, String), BackendError> {
+        self.run_with_fallback(name, Algorithm::Sm2, batch.len(), |b| {
+            answered(b, batch.len(), b.verify_raw_sm2(batch)?)
+        })
+    }
+
     /// Ethereum sender recovery on the backend `select` picks, with the same CPU fallback as
     /// [`Registry::verify`]. Returns the signers and the name of the backend that found them.
     pub fn recover(
@@ -246,6 +277,12 @@ trait Answers {
 }
 
 impl Answers for Bitmap {
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Answers for RawOutcome {
     fn count(&self) -> usize {
         self.len()
     }

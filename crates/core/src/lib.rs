@@ -18,6 +18,7 @@ pub mod flat_json;
 pub mod hash;
 pub mod hexstr;
 pub mod messages;
+pub mod raw_sm2;
 pub mod record;
 pub mod vectors;
 

@@ -13,7 +13,8 @@ pub mod prepare;
 pub mod sm2;
 
 use chainsig_core::backend::{Backend, BackendError, CPU};
-use chainsig_core::{Algorithm, Batch, Bitmap, PreparedItem, RecoverItem, Recovered};
+use chainsig_core::raw_sm2::{RawOutcome, RawSm2Batch};
+use chainsig_core::{Algorithm, Batch, Bitmap, PreparedItem, RecordError, RecoverItem, Recovered};
 use rayon::prelude::*;
 
 /// Verifies one prepared item on this thread.
@@ -131,6 +132,34 @@ impl Backend for CpuBackend {
                 .collect()
         });
         Ok(Bitmap::from_bools(verdicts))
+    }
+
+    /// Prepared here as [`prepare::Preparer`] prepares them (the fallback of a backend that takes
+    /// them raw), then verified.
+    fn verify_raw_sm2(&self, batch: &RawSm2Batch) -> Result<RawOutcome, BackendError> {
+        let preparer = prepare::Preparer::new();
+        let prepared: Vec<Result<PreparedItem, RecordError>> = self.run(|| {
+            (0..batch.len())
+                .into_par_iter()
+                .map(|i| preparer.prepare_raw_sm2(&batch.item(i)))
+                .collect()
+        });
+        let mut errors = Vec::new();
+        let mut items = Vec::with_capacity(prepared.len());
+        for (i, p) in prepared.into_iter().enumerate() {
+            match p {
+                Ok(item) => items.push(item),
+                Err(e) => {
+                    errors.push((i, e));
+                    items.push(PreparedItem::default());
+                }
+            }
+        }
+        let mut verdicts = self.verify_batch(&Batch::from_items(Algorithm::Sm2, false, &items))?;
+        for (i, _) in &errors {
+            verdicts.set(*i, false);
+        }
+        Ok(RawOutcome { verdicts, errors })
     }
 
     fn recovers(&self) -> bool {

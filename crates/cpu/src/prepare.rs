@@ -5,6 +5,7 @@
 //! depends only on the signer (identifier and key), so it is cached: a chain sees the same signers
 //! again and again, and Z_A is a whole SM3 computation over 210 bytes.
 
+use chainsig_core::raw_sm2::RawSm2Item;
 use chainsig_core::record::{Payload, VerifyRecord};
 use chainsig_core::{hash, Algorithm, HashAlg, PreparedItem, RecordError};
 use std::collections::HashMap;
@@ -132,6 +133,20 @@ impl Preparer {
             };
             (item, za, msg.as_slice())
         }))
+    }
+
+    /// An SM2 record that carries its message, from its bytes (as a backend that takes raw
+    /// records gets it, `chainsig_core::raw_sm2`): the steps of [`Preparer::prepare`] for it.
+    pub fn prepare_raw_sm2(&self, it: &RawSm2Item) -> Result<PreparedItem, RecordError> {
+        let (px, py) = decode_pubkey(Algorithm::Sm2, it.pubkey)?;
+        let za = self.z_a(it.id, &px, &py);
+        Ok(PreparedItem {
+            e: hash::sm3_concat(&[&za, it.msg]),
+            r: *it.r,
+            s: *it.s,
+            px,
+            py,
+        })
     }
 
     /// Z_A for an SM2 signer, from the cache when this signer was seen before.

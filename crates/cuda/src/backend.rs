@@ -5,6 +5,7 @@
 
 use crate::engine::Engine;
 use crate::messages::MessageBatch;
+use crate::raw::{RawOutcome, RawSm2Batch, RawVerdicts};
 use crate::signers::SignerTables;
 use crate::CudaConfig;
 use chainsig_core::algorithm::Algorithm;
@@ -133,6 +134,17 @@ impl CudaBackend {
 
     /// Loads the known signers' fixed-base tables (464 KB of GPU memory each), replacing any loaded
     /// before; a [`crate::signers::SignerBatch`] names its signers by their index in `tables`. Fast mode only.
+    /// SM2 records from their own bytes ([`crate::raw`]): each key decoded and checked, Z_A and e
+    /// computed, all on the GPU; records of known signers through their tables. A verdict and a
+    /// fault code per record, in order. Through the registry ([`Backend::verify_raw_sm2`]) a GPU
+    /// failure sends the batch to the CPU backend, which prepares it as the CPU path does.
+    pub fn verify_raw(&self, batch: &RawSm2Batch) -> Result<RawVerdicts, BackendError> {
+        self.engine
+            .lock()
+            .map_err(|_| device_err("verify raw", "poisoned lock"))?
+            .verify_raw(batch)
+    }
+
     pub fn load_signers(&self, tables: &SignerTables) -> Result<(), BackendError> {
         self.engine
             .lock()
@@ -199,6 +211,14 @@ impl Backend for CudaBackend {
     /// e = SM3(Z_A ‖ M) is computed on the GPU for each chunk, then the chunk is verified as
     /// usual (with known signers loaded, their records through their tables). Verdict i is
     /// record i.
+    fn takes_raw_sm2(&self) -> bool {
+        !self.cfg.kernel.row_major && !self.cfg.kernel.compress
+    }
+
+    fn verify_raw_sm2(&self, batch: &RawSm2Batch) -> Result<RawOutcome, BackendError> {
+        Ok(self.verify_raw(batch)?.into_outcome())
+    }
+
     fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
         self.engine
             .lock()

@@ -30,10 +30,21 @@ const LAYERS: [&str; 8] = [
     include_str!("../kernels/kernels.cuh"),
 ];
 const SM3: &str = include_str!("../kernels/sm3.cuh");
+/// The raw SM2 module's own headers, after SM3 (kernels/sm2raw.cuh says what they do).
+const RAW: [&str; 3] = [
+    include_str!("../kernels/sec1.cuh"),
+    include_str!("../kernels/za.cuh"),
+    include_str!("../kernels/sm2raw.cuh"),
+];
 
 /// The SM3 hashing kernel's name (a module of its own, so changing it never invalidates the cached
 /// verification kernels, and verification alone never compiles it).
 pub const SM3_KERNEL: &str = "cs_sm3_e";
+
+/// The raw SM2 module's kernels ([`raw_source`]): records of fresh signers (the key decoded and
+/// checked on the device) and of known signers (the key from their tables).
+pub const RAW_KERNEL: &str = "cs_sm2_raw";
+pub const RAW_SIGNED_KERNEL: &str = "cs_sm2_raw_signed";
 
 /// The known-signer kernel's name ([`crate::signers`]): every module with a fast-mode kernel holds
 /// one, compiled with that module's register cap and switches.
@@ -117,6 +128,34 @@ pub fn compile_ecdsa(
 /// Source of the SM3 module (`cs_sm3_e`): the type prelude and kernels/sm3.cuh.
 pub fn sm3_source() -> String {
     format!("{TYPES}\n{SM3}\n")
+}
+
+/// Source of the raw SM2 module ([`RAW_KERNEL`], [`RAW_SIGNED_KERNEL`]): the prelude, SM2's curve
+/// header, the arithmetic up to the fixed-base tables (field to ecmult: decompression, the
+/// curve check, the key tables' size), SM3, then SEC1 decoding, Z_A and the entries. A module of
+/// its own, as SM3's: it never invalidates the cached verification kernels.
+pub fn raw_source() -> Result<String, codegen::CodegenError> {
+    let mut s = String::new();
+    s.push_str(TYPES);
+    s.push('\n');
+    s.push_str(&codegen::curve_header(&chainsig_core::curve::SM2)?);
+    for part in LAYERS[..5].iter().chain([&SM3]).chain(&RAW) {
+        s.push('\n');
+        s.push_str(part);
+    }
+    s.push('\n');
+    Ok(s)
+}
+
+/// Compiles (or loads from the cache) the raw SM2 module for `arch`: the fast mode's switches
+/// without a register cap (one thread per record, no lanes).
+pub fn compile_raw(arch: &str) -> Result<Compiled, String> {
+    let src = raw_source().map_err(|e| e.0)?;
+    let cfg = KernelConfig {
+        max_registers: None,
+        ..KernelConfig::default_fast()
+    };
+    compile_cached_with(&src, arch, config_options(&cfg, arch))
 }
 
 /// Compiles (or loads from the cache) the module holding the one kernel of `cfg` for `arch`, the

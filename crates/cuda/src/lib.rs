@@ -35,6 +35,7 @@ pub mod kernels;
 pub mod known_answers;
 mod launch;
 pub mod messages;
+pub mod raw;
 pub mod signers;
 pub mod stage;
 pub mod startup;

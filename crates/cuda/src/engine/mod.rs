@@ -9,6 +9,9 @@
 //! - [`ecdsa`]: a curve's ECDSA module, loaded and checked at its first batch; sender recovery;
 //! - [`signers`]: known signers' tables and the split of a batch into known and other records;
 //! - [`sm3`]: e = SM3(Z_A ‖ M) on the GPU before verification (GB/T 32918.2);
+//! - [`raw`]: SM2 records from their own bytes: keys decoded and checked, Z_A and e computed on
+//!   the GPU before verification;
+//! - [`modules`]: compiling the modules, at open and ahead of time ([`precompile`]);
 //! - [`selftest`]: the checks a module passes before it gives a verdict;
 //! - [`slots`]: one stream's pinned and device buffers, grown on demand, and the harvest of a
 //!   finished chunk;
@@ -20,6 +23,8 @@
 
 mod ecdsa;
 mod ethtx;
+mod modules;
+mod raw;
 mod selftest;
 mod signers;
 mod slots;
@@ -32,6 +37,7 @@ use crate::host;
 use crate::kernels::{self, KernelConfig};
 use crate::launch::{launch_shape, pick_kernel, round_chunk, Loaded};
 use crate::messages::MessageBatch;
+use crate::raw::RawSm2Batch;
 use crate::signers::{StageSigned, SIGNED_ROWS};
 use crate::stage::{chunk_words, stage, stage_recover};
 use crate::CudaConfig;
@@ -46,6 +52,8 @@ use chainsig_gpu::cudarc::driver::{
 use chainsig_gpu::fault::{self, Op};
 use chainsig_gpu::{device_err, DevBuf, Resources};
 use ecdsa::{loaded_ecdsa, EcdsaKernels};
+use modules::compile_sm2_modules;
+pub use modules::precompile;
 use slots::{Outputs, Pending, Slot};
 use std::sync::Arc;
 use std::time::Instant;
@@ -80,6 +88,8 @@ pub(crate) struct Engine {
     ecdsa: Vec<EcdsaKernels>,
     /// The raw-transaction kernel, loaded at the first batch of raw transactions.
     ethtx: Option<ethtx::EthtxKernel>,
+    /// The raw SM2 module's kernels, loaded at the first batch of raw SM2 records.
+    raw: Option<raw::RawKernels>,
     /// Host time spent staging chunks and waiting for them, since the engine opened.
     pub(crate) times: crate::backend::PipelineTimes,
 }
@@ -99,6 +109,9 @@ enum Work<'a> {
     Ecdsa(&'a Batch),
     /// Public-key recovery on the curve of the algorithm: verdicts and keys.
     Recover(Algorithm, &'a [RecoverItem]),
+    /// SM2 records from their bytes, fresh signers (`None`) or known ones with their numbers:
+    /// the raw kernel writes the verification input and a fault per record ([`raw`]).
+    Raw(&'a RawSm2Batch, Option<&'a [u32]>, &'a CudaFunction),
 }
 
 impl Work<'_> {
@@ -107,62 +120,20 @@ impl Work<'_> {
             Work::Records(b, _) | Work::Ecdsa(b) => b.len(),
             Work::Signed(b, _) => b.len(),
             Work::Recover(_, items) => items.len(),
+            Work::Raw(b, ..) => b.len(),
         }
     }
 
     fn hashing(&self) -> Hashing<'_> {
         match self {
             Work::Records(_, h) | Work::Signed(_, h) => *h,
-            Work::Ecdsa(_) | Work::Recover(..) => None,
+            Work::Ecdsa(_) | Work::Recover(..) | Work::Raw(..) => None,
         }
     }
 }
 
 // SAFETY: the raw pointers in Engine's buffers are only touched while the Mutex is held.
 unsafe impl Send for Engine {}
-
-/// Compiles, side by side on a first run and through the disk cache, the SM2 modules a backend of
-/// `cfg` loads: its main kernel first, then its forms for small batches, one module each.
-fn compile_sm2_modules(
-    cfg: &CudaConfig,
-    arch: &str,
-) -> Result<Vec<(KernelConfig, chainsig_gpu::Compiled)>, BackendError> {
-    let kernels: Vec<KernelConfig> = std::iter::once(cfg.kernel)
-        .chain(cfg.small_kernels().into_iter().map(|(k, _)| k))
-        .collect();
-    let compiled: Vec<chainsig_gpu::Compiled> = std::thread::scope(|scope| {
-        let jobs: Vec<_> = kernels
-            .iter()
-            .map(|k| {
-                scope.spawn(move || kernels::compile_config(&chainsig_core::curve::SM2, k, arch))
-            })
-            .collect();
-        jobs.into_iter()
-            .map(|j| {
-                j.join()
-                    .unwrap_or_else(|_| Err("the NVRTC compile panicked".into()))
-            })
-            .collect::<Result<Vec<_>, String>>()
-    })
-    .map_err(unavailable)?;
-    Ok(kernels.into_iter().zip(compiled).collect())
-}
-
-/// Compiles every module a backend of `cfg` may load on a device of architecture `arch` (the SM2
-/// modules, the ECDSA module of each curve, the SM3 module) into the disk cache, under the
-/// environment's `CHAINSIG_NVRTC_DEFINES`. Needs NVRTC but no GPU: a GPU machine given the cache
-/// spends none of its time compiling. Returns the number of modules.
-pub fn precompile(cfg: &CudaConfig, arch: &str) -> Result<usize, BackendError> {
-    cfg.validate().map_err(unavailable)?;
-    let mut modules = compile_sm2_modules(cfg, arch)?.len();
-    let ecdsa = kernels::ecdsa_config(cfg.kernel.max_registers);
-    for curve in [chainsig_core::curve::P256, chainsig_core::curve::SECP256K1] {
-        kernels::compile_ecdsa(&curve, &ecdsa, arch).map_err(unavailable)?;
-        modules += 1;
-    }
-    chainsig_gpu::compile_cached(&kernels::sm3_source(), arch).map_err(unavailable)?;
-    Ok(modules + 1)
-}
 
 impl Engine {
     pub(crate) fn open(cfg: CudaConfig) -> Result<(Engine, Vec<Resources>, bool), BackendError> {
@@ -243,6 +214,7 @@ impl Engine {
             host: None,
             ecdsa: Vec::new(),
             ethtx: None,
+            raw: None,
             times: Default::default(),
         };
         engine.check_field_arithmetic()?;
@@ -299,6 +271,13 @@ impl Engine {
                     _ => Vec::new(),
                 })
                 .collect(),
+            faults: works
+                .iter()
+                .map(|w| match w {
+                    Work::Raw(b, ..) => vec![0; b.len()],
+                    _ => Vec::new(),
+                })
+                .collect(),
         };
         let total: usize = works.iter().map(Work::len).sum();
         if total > 0 {
@@ -352,13 +331,13 @@ impl Engine {
         // Borrows of single fields only: the loop below borrows the slots mutably.
         let no_small: &[(Loaded, usize)] = &[];
         let (kernel, small, gtab, k) = match work {
-            Work::Records(..) => (
+            Work::Records(..) | Work::Raw(_, None, _) => (
                 &self.func,
                 &self.small[..],
                 self.gtab.ptr(),
                 self.cfg.kernel,
             ),
-            Work::Signed(..) => (
+            Work::Signed(..) | Work::Raw(_, Some(_), _) => (
                 self.signed
                     .as_ref()
                     .expect("signers load only where the signed kernel exists"),
@@ -401,18 +380,20 @@ impl Engine {
             let mp = m.next_multiple_of(64);
             let (grid, out_words) = launch_shape(mp, block, func.threads);
             let in_words = match work {
-                Work::Records(..) | Work::Ecdsa(_) => chunk_words(&k, mp),
-                Work::Signed(..) => SIGNED_ROWS * mp,
+                Work::Records(..) | Work::Ecdsa(_) | Work::Raw(_, None, _) => chunk_words(&k, mp),
+                Work::Signed(..) | Work::Raw(_, Some(_), _) => SIGNED_ROWS * mp,
                 Work::Recover(..) => kernels::RECOVER_ROWS * mp,
             };
             let keys_stride = if let Work::Recover(..) = work { mp } else { 0 };
+            // A raw chunk's fault codes come back in the keys' buffers, a byte a record.
+            let fault_words = if let Work::Raw(..) = work { mp / 4 } else { 0 };
             let slot = &mut self.slots[c % nslots];
             c += 1;
             let waited = Instant::now();
             slot.harvest(out)?;
             let staged = Instant::now();
             self.times.wait += staged - waited;
-            slot.reserve(in_words, out_words, 16 * keys_stride)?;
+            slot.reserve(in_words, out_words, (16 * keys_stride).max(fault_words))?;
             match work {
                 Work::Records(batch, _) | Work::Ecdsa(batch) => {
                     stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice())
@@ -421,18 +402,24 @@ impl Engine {
                 Work::Recover(_, items) => {
                     stage_recover(&items[i0..i0 + m], mp, slot.pin_in.as_mut_slice())
                 }
+                // The raw kernel writes the whole input on the device.
+                Work::Raw(..) => {}
             }
             let s = slot.stream.cu_stream();
-            fault::check(Op::Copy, "copy in")?;
-            // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers are not
-            // touched again until `done` has completed (harvest syncs on it first).
-            unsafe {
-                result::memcpy_htod_async(
-                    slot.dev_in.ptr(),
-                    &slot.pin_in.as_slice()[..in_words],
-                    s,
-                )
-                .map_err(|e| device_err("copy in", e))?;
+            if let Work::Raw(batch, signers, kernel) = work {
+                raw::prepare_chunk(slot, batch, signers, kernel, ktabs, i0, m, mp)?;
+            } else {
+                fault::check(Op::Copy, "copy in")?;
+                // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers
+                // are not touched again until `done` has completed (harvest syncs on it first).
+                unsafe {
+                    result::memcpy_htod_async(
+                        slot.dev_in.ptr(),
+                        &slot.pin_in.as_slice()[..in_words],
+                        s,
+                    )
+                    .map_err(|e| device_err("copy in", e))?;
+                }
             }
             if let Some((mb, sm3)) = work.hashing() {
                 sm3::hash_chunk(slot, mb, sm3, i0, m, mp)?;
@@ -447,7 +434,7 @@ impl Engine {
             };
             let mut b = slot.stream.launch_builder(&func.func);
             b.arg(&din).arg(&stride).arg(&count).arg(&gt);
-            if let Work::Signed(..) = work {
+            if let Work::Signed(..) | Work::Raw(_, Some(_), _) = work {
                 b.arg(&ktabs);
             }
             b.arg(&dout);
@@ -470,6 +457,11 @@ impl Engine {
                     result::memcpy_dtoh_async(keys, dkeys, s)
                         .map_err(|e| device_err("copy keys out", e))?;
                 }
+                if fault_words > 0 {
+                    let faults = &mut slot.pin_keys.as_mut_slice()[..fault_words];
+                    result::memcpy_dtoh_async(faults, dkeys, s)
+                        .map_err(|e| device_err("copy faults out", e))?;
+                }
             }
             slot.done.record(&slot.stream)?;
             slot.pending = Some(Pending {
@@ -477,6 +469,7 @@ impl Engine {
                 first: i0,
                 items: m,
                 keys_stride,
+                faults: fault_words > 0,
             });
         }
         Ok(c)

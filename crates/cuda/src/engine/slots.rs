@@ -35,13 +35,16 @@ pub(super) struct Pending {
     pub(super) items: usize,
     /// The chunk's padded length when it brings recovered keys back, else 0.
     pub(super) keys_stride: usize,
+    /// Whether it brings fault codes back (a raw chunk: a byte a record in `pin_keys`).
+    pub(super) faults: bool,
 }
 
-/// What the pipeline brings back for each work: verdict words, and for a recovery work each
-/// request's signer (empty for the others).
+/// What the pipeline brings back for each work: verdict words, for a recovery work each
+/// request's signer, and for a raw work each record's fault code (empty for the others).
 pub(super) struct Outputs {
     pub(super) words: Vec<Vec<u64>>,
     pub(super) signers: Vec<Vec<Option<Recovered>>>,
+    pub(super) faults: Vec<Vec<u8>>,
 }
 
 impl Slot {
@@ -105,6 +108,18 @@ impl Slot {
             let w0 = p.first / 64;
             let n = p.items.div_ceil(64);
             out.words[p.work][w0..w0 + n].copy_from_slice(&slot.pin_out.as_slice()[..n]);
+            if p.faults {
+                // The kernel wrote one byte a record; the words hold them in memory order.
+                let codes = slot.pin_keys.as_slice()[..p.items.div_ceil(4)]
+                    .iter()
+                    .flat_map(|w| w.to_ne_bytes());
+                for (dst, code) in out.faults[p.work][p.first..p.first + p.items]
+                    .iter_mut()
+                    .zip(codes)
+                {
+                    *dst = code;
+                }
+            }
             if p.keys_stride > 0 {
                 // The keys come back column-major (word j of key i at j·stride + i); each
                 // recovered one becomes its SEC1 form and address here, on the host's cores,

@@ -6,6 +6,7 @@ use crate::codegen::Words;
 
 mod curves;
 mod field_check;
+pub mod raw;
 pub use curves::{EcdsaHost, HostCurve, Modulus};
 pub use field_check::{field_check_compare, field_check_inputs};
 

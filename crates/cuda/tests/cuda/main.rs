@@ -5,9 +5,11 @@
 mod exhaustive; // every point and scalar of tiny groups, through the host build of the kernels
 mod gpu;
 mod gpu_ethtx; // raw transactions on the GPU against the CPU path, timed
+mod gpu_raw; // SM2 records from their bytes on the GPU against the CPU path, timed
 mod host_ecdsa;
 mod host_ethtx;
 mod host_kernel;
+mod host_raw; // SM2 from raw bytes: keys, Z_A and e by the kernel code against the CPU path
 mod host_signers;
 mod host_sm3;
 mod nvrtc;

@@ -96,6 +96,27 @@ fn ecdsa_kernels_compile_for_sm90_within_the_default_spill_budget() {
 }
 
 #[test]
+fn raw_sm2_kernels_compile_for_sm90_without_spills() {
+    if !chainsig_gpu::nvrtc_or_skip() {
+        return;
+    }
+    let c = kernels::compile_raw("sm_90").expect("NVRTC compile");
+    let res = chainsig_gpu::parse_resources(&c.log);
+    for name in [kernels::RAW_KERNEL, kernels::RAW_SIGNED_KERNEL] {
+        let r = res
+            .iter()
+            .find(|r| r.kernel == name)
+            .unwrap_or_else(|| panic!("no ptxas report for {name}"));
+        println!(
+            "{:40} {:3} registers, {:5} B stack, spills {} B stored / {} B loaded",
+            r.kernel, r.registers, r.stack_bytes, r.spill_stores, r.spill_loads
+        );
+        assert!(r.registers > 0, "{name} reports no registers");
+        assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{name} spills");
+    }
+}
+
+#[test]
 fn sm3_kernel_compiles_for_sm90_without_spills() {
     if !chainsig_gpu::nvrtc_or_skip() {
         return;
