@@ -132,8 +132,6 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Loads the known signers' fixed-base tables (464 KB of GPU memory each), replacing any loaded
-    /// before; a [`crate::signers::SignerBatch`] names its signers by their index in `tables`. Fast mode only.
     /// SM2 records from their own bytes ([`crate::raw`]): each key decoded and checked, Z_A and e
     /// computed, all on the GPU; records of known signers through their tables. A verdict and a
     /// fault code per record, in order. Through the registry ([`Backend::verify_raw_sm2`]) a GPU
@@ -145,6 +143,8 @@ impl CudaBackend {
             .verify_raw(batch)
     }
 
+    /// Loads the known signers' fixed-base tables (464 KB of GPU memory each), replacing any loaded
+    /// before; a [`crate::signers::SignerBatch`] names its signers by their index in `tables`. Fast mode only.
     pub fn load_signers(&self, tables: &SignerTables) -> Result<(), BackendError> {
         self.engine
             .lock()
@@ -208,17 +208,19 @@ impl Backend for CudaBackend {
             .recover(items)
     }
 
-    /// e = SM3(Z_A ‖ M) is computed on the GPU for each chunk, then the chunk is verified as
-    /// usual (with known signers loaded, their records through their tables). Verdict i is
-    /// record i.
+    /// Only where [`CudaConfig::raw_sm2`] turns the raw path on, and the kernel layout has it
+    /// (not the compressed-key or row-major ablations).
     fn takes_raw_sm2(&self) -> bool {
-        !self.cfg.kernel.row_major && !self.cfg.kernel.compress
+        self.cfg.raw_sm2 && !self.cfg.kernel.row_major && !self.cfg.kernel.compress
     }
 
     fn verify_raw_sm2(&self, batch: &RawSm2Batch) -> Result<RawOutcome, BackendError> {
         Ok(self.verify_raw(batch)?.into_outcome())
     }
 
+    /// e = SM3(Z_A ‖ M) is computed on the GPU for each chunk, then the chunk is verified as
+    /// usual (with known signers loaded, their records through their tables). Verdict i is
+    /// record i.
     fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
         self.engine
             .lock()

@@ -63,6 +63,13 @@ pub struct CudaConfig {
     /// measurements.
     #[serde(default)]
     pub quads_below: usize,
+    /// Whether SM2 records that carry their messages reach the GPU as their own bytes
+    /// ([`crate::raw`]: keys decoded and checked, Z_A and e computed on the device) instead of
+    /// prepared on the host. Off by default until that path has run on a GPU and been measured
+    /// beside the host-prepared one (its kernels are so far checked only through the host build);
+    /// `CHAINSIG_CUDA_CONFIG='{"raw_sm2":true}'` turns it on.
+    #[serde(default)]
+    pub raw_sm2: bool,
 }
 
 impl Default for CudaConfig {
@@ -84,6 +91,7 @@ impl Default for CudaConfig {
             quads_below: QUADS_BELOW,
             spread_small: true,
             round_chunks: true,
+            raw_sm2: false,
         }
     }
 }

@@ -166,7 +166,10 @@ fn gpu_raw_sm2_records_give_the_cpu_paths_outcomes() {
         eprintln!("skipped: no CUDA driver on this machine");
         return;
     }
-    let gpu = match CudaBackend::new(CudaConfig::default()) {
+    let gpu = match CudaBackend::new(CudaConfig {
+        raw_sm2: true,
+        ..CudaConfig::default()
+    }) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("skipped: {e}");

@@ -384,7 +384,11 @@ fn the_registry_gives_the_cpu_paths_outcomes_on_the_gpu_or_the_cpu() {
     }
     let mut registry = chainsig_cpu::cpu_registry();
     registry.set_gpu_crossover(1);
-    let gpu = chainsig_cuda::CudaBackend::new(Default::default()).ok();
+    let gpu = chainsig_cuda::CudaBackend::new(chainsig_cuda::CudaConfig {
+        raw_sm2: true,
+        ..Default::default()
+    })
+    .ok();
     let want_used = match gpu {
         Some(gpu) => {
             assert!(gpu.takes_raw_sm2());
