@@ -7,7 +7,8 @@
 use crate::grpc::pb;
 use chainsig_core::hexstr;
 use chainsig_core::record::{
-    recover_signature, split_sig, RecoverRecord, VerifyDefaults, VerifyFields, VerifyRecord,
+    parse_recover_line, parse_verify_line, recover_signature, split_sig, RecoverRecord,
+    VerifyDefaults, VerifyFields, VerifyRecord,
 };
 use chainsig_core::{Algorithm, HashAlg, RecordError};
 
@@ -47,6 +48,46 @@ pub fn algorithm(value: i32) -> Result<Option<Algorithm>, String> {
         Ok(pb::Algorithm::Secp256k1) => Ok(Some(Algorithm::Secp256k1)),
         Ok(pb::Algorithm::P256) => Ok(Some(Algorithm::P256)),
         Err(_) => Err(format!("unknown algorithm {value}")),
+    }
+}
+
+/// The defaults a `VerifyBatchRequest` sets for its records: its `alg` (UNSPECIFIED: none) and
+/// its `hash` (empty: none). The error names the request field.
+pub fn verify_defaults(alg: i32, hash: &str) -> Result<VerifyDefaults, String> {
+    Ok(VerifyDefaults {
+        alg: algorithm(alg).map_err(|e| format!("alg: {e}"))?,
+        hash: if hash.is_empty() {
+            None
+        } else {
+            Some(hash.parse::<HashAlg>().map_err(|e| format!("hash: {e}"))?)
+        },
+    })
+}
+
+/// A verify request's records, each decoded alone: one result per record, in order.
+pub fn verify_records(
+    records: Records<pb::VerifyRecord>,
+    defaults: &VerifyDefaults,
+) -> Vec<Result<VerifyRecord, RecordError>> {
+    match records {
+        Records::Json(lines) => lines
+            .iter()
+            .map(|line| parse_verify_line(line, defaults))
+            .collect(),
+        Records::Typed(items) => items
+            .into_iter()
+            .map(|item| verify_record(item, defaults))
+            .collect(),
+    }
+}
+
+/// A recover request's records, each decoded alone: one result per record, in order.
+pub fn recover_records(
+    records: Records<pb::RecoverRecord>,
+) -> Vec<Result<RecoverRecord, RecordError>> {
+    match records {
+        Records::Json(lines) => lines.iter().map(|line| parse_recover_line(line)).collect(),
+        Records::Typed(items) => items.into_iter().map(recover_record).collect(),
     }
 }
 
