@@ -7,7 +7,7 @@
 //! libFuzzer; the targets in `fuzz_targets/` are one line each.
 
 mod grpc;
-mod rows;
+pub mod rows;
 pub mod seeds;
 
 pub use grpc::grpc_messages;
