@@ -2,7 +2,9 @@
 //! of the `verify` and `recover` formats. The fields arrive as bytes, so nothing is hex-decoded
 //! here: each message is mapped onto [`VerifyFields`] or [`recover_signature`], whose rules are the
 //! JSON Lines front end's, so a record is accepted or refused with the same words whichever way it
-//! came. A bad record is an error in its own place; the rest of the batch goes on.
+//! came. A bad record is an error in its own place; the rest of the batch goes on. A request's
+//! records, typed or JSON texts, are decoded here one by one ([`verify_records`],
+//! [`recover_records`]): the service and the `grpc_messages` fuzz target run the same code.
 
 use crate::grpc::pb;
 use chainsig_core::hexstr;
