@@ -6,6 +6,13 @@
 //! `cargo test` (`crates/cli/tests/cli/verify_cli.rs` includes this file) without nightly or
 //! libFuzzer; the targets in `fuzz_targets/` are one line each.
 
+mod grpc;
+pub mod rows;
+pub mod seeds;
+
+pub use grpc::grpc_messages;
+pub use rows::packed_rows;
+
 use chainsig_core::record::{parse_recover_line, parse_verify_line, RecoverRecord, VerifyDefaults};
 use chainsig_core::{der, hexstr, Algorithm, HashAlg};
 use serde_json::Value;
@@ -43,6 +50,8 @@ pub const TARGETS: &[(&str, Entry)] = &[
     ("keystore", keystore_json),
     ("bip39", bip39_phrase),
     ("ctru_kat", ctru_kat),
+    ("grpc_messages", grpc_messages),
+    ("packed_rows", packed_rows),
 ];
 
 /// A `verify` line, with and without command-line defaults, then prepared (curve checks and

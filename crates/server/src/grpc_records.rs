@@ -2,12 +2,15 @@
 //! of the `verify` and `recover` formats. The fields arrive as bytes, so nothing is hex-decoded
 //! here: each message is mapped onto [`VerifyFields`] or [`recover_signature`], whose rules are the
 //! JSON Lines front end's, so a record is accepted or refused with the same words whichever way it
-//! came. A bad record is an error in its own place; the rest of the batch goes on.
+//! came. A bad record is an error in its own place; the rest of the batch goes on. A request's
+//! records, typed or JSON texts, are decoded here one by one ([`verify_records`],
+//! [`recover_records`]): the service and the `grpc_messages` fuzz target run the same code.
 
 use crate::grpc::pb;
 use chainsig_core::hexstr;
 use chainsig_core::record::{
-    recover_signature, split_sig, RecoverRecord, VerifyDefaults, VerifyFields, VerifyRecord,
+    parse_recover_line, parse_verify_line, recover_signature, split_sig, RecoverRecord,
+    VerifyDefaults, VerifyFields, VerifyRecord,
 };
 use chainsig_core::{Algorithm, HashAlg, RecordError};
 
@@ -47,6 +50,46 @@ pub fn algorithm(value: i32) -> Result<Option<Algorithm>, String> {
         Ok(pb::Algorithm::Secp256k1) => Ok(Some(Algorithm::Secp256k1)),
         Ok(pb::Algorithm::P256) => Ok(Some(Algorithm::P256)),
         Err(_) => Err(format!("unknown algorithm {value}")),
+    }
+}
+
+/// The defaults a `VerifyBatchRequest` sets for its records: its `alg` (UNSPECIFIED: none) and
+/// its `hash` (empty: none). The error names the request field.
+pub fn verify_defaults(alg: i32, hash: &str) -> Result<VerifyDefaults, String> {
+    Ok(VerifyDefaults {
+        alg: algorithm(alg).map_err(|e| format!("alg: {e}"))?,
+        hash: if hash.is_empty() {
+            None
+        } else {
+            Some(hash.parse::<HashAlg>().map_err(|e| format!("hash: {e}"))?)
+        },
+    })
+}
+
+/// A verify request's records, each decoded alone: one result per record, in order.
+pub fn verify_records(
+    records: Records<pb::VerifyRecord>,
+    defaults: &VerifyDefaults,
+) -> Vec<Result<VerifyRecord, RecordError>> {
+    match records {
+        Records::Json(lines) => lines
+            .iter()
+            .map(|line| parse_verify_line(line, defaults))
+            .collect(),
+        Records::Typed(items) => items
+            .into_iter()
+            .map(|item| verify_record(item, defaults))
+            .collect(),
+    }
+}
+
+/// A recover request's records, each decoded alone: one result per record, in order.
+pub fn recover_records(
+    records: Records<pb::RecoverRecord>,
+) -> Vec<Result<RecoverRecord, RecordError>> {
+    match records {
+        Records::Json(lines) => lines.iter().map(|line| parse_recover_line(line)).collect(),
+        Records::Typed(items) => items.into_iter().map(recover_record).collect(),
     }
 }
 

@@ -678,6 +678,26 @@ fn fuzz_corpora_replay_without_failures() {
     }
 }
 
+/// The seeds made by the project's encoders (`fuzz/src/seeds.rs`) are in the corpora as they
+/// are made now; `CHAINSIG_WRITE_FUZZ_SEEDS=1` writes them afresh after a format changes.
+#[test]
+fn fuzz_corpora_hold_the_encoders_seeds() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    let write = std::env::var_os("CHAINSIG_WRITE_FUZZ_SEEDS").is_some_and(|v| v == "1");
+    for seed in fuzz_entries::seeds::seeds() {
+        let path = root.join(seed.target).join(seed.name);
+        if write {
+            std::fs::write(&path, &seed.bytes).unwrap();
+        }
+        let stored = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            stored == seed.bytes,
+            "{}: not the seed the encoders make now (CHAINSIG_WRITE_FUZZ_SEEDS=1 rewrites it)",
+            path.display()
+        );
+    }
+}
+
 #[test]
 fn stats_and_bench_from_file_time_each_stage() {
     let gen = chainsig(

@@ -33,8 +33,6 @@ use alloy_eips::eip2930::{AccessList, AccessListItem};
 use alloy_eips::eip7702::{Authorization, SignedAuthorization};
 use alloy_primitives::{Address, B256, U256};
 use axum::Router;
-use chainsig_core::record::{parse_recover_line, parse_verify_line, VerifyDefaults};
-use chainsig_core::HashAlg;
 use chainsig_cpu::pipeline::Verdict;
 use chainsig_eth::{TxRequest, TxType};
 use pb::sign_stream_response::Outcome;

@@ -65,30 +65,9 @@ impl VerifierService {
         let records =
             Records::of(request.records, request.items).map_err(Status::invalid_argument)?;
         ops::check_count(&self.state, records.len()).map_err(Status::invalid_argument)?;
-        let defaults = VerifyDefaults {
-            alg: grpc_records::algorithm(request.alg)
-                .map_err(|e| Status::invalid_argument(format!("alg: {e}")))?,
-            hash: if request.hash.is_empty() {
-                None
-            } else {
-                Some(
-                    request
-                        .hash
-                        .parse::<HashAlg>()
-                        .map_err(|e| Status::invalid_argument(format!("hash: {e}")))?,
-                )
-            },
-        };
-        let records = match records {
-            Records::Json(lines) => lines
-                .iter()
-                .map(|line| parse_verify_line(line, &defaults))
-                .collect(),
-            Records::Typed(items) => items
-                .into_iter()
-                .map(|item| grpc_records::verify_record(item, &defaults))
-                .collect(),
-        };
+        let defaults = grpc_records::verify_defaults(request.alg, &request.hash)
+            .map_err(Status::invalid_argument)?;
+        let records = grpc_records::verify_records(records, &defaults);
         let verdicts = self
             .state
             .batcher
@@ -105,13 +84,7 @@ impl VerifierService {
         let records =
             Records::of(request.records, request.items).map_err(Status::invalid_argument)?;
         ops::check_count(&self.state, records.len()).map_err(Status::invalid_argument)?;
-        let records = match records {
-            Records::Json(lines) => lines.iter().map(|line| parse_recover_line(line)).collect(),
-            Records::Typed(items) => items
-                .into_iter()
-                .map(grpc_records::recover_record)
-                .collect(),
-        };
+        let records = grpc_records::recover_records(records);
         let results = ops::recover(&self.state, records)
             .await
             .map_err(Status::internal)?;
