@@ -11,6 +11,9 @@ archive="${1:-$repo/.carry/cmp/kcache.tar.xz}"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 export CHAINSIG_CACHE_DIR="$dir"
+# KERNEL_CACHE_SEED=DIR starts from a cache made before (CI's, say): entries are keyed by what they
+# were made from, so the unchanged ones are reused and only changed kernels compile.
+if [ -n "${KERNEL_CACHE_SEED:-}" ]; then cp -a "$KERNEL_CACHE_SEED"/. "$dir"/; fi
 # The NVRTC tests of both GPU crates: every SM2 configuration, ECDSA, SM3, raw transactions, KEM.
 bash "$repo/.ci/nvrtc-check.sh"
 # The default engine's modules as the CLI opens them (the same keys; fills what the tests skip).
