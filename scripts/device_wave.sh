@@ -3,7 +3,7 @@
 # git-ignored .carry/ folder, named in the device tool's `carry`). Layout it expects:
 #   .carry/cmp/bins.tar.xz  bins/{chainsig-old,chainsig-new,device_check,ctru_device_check,
 #                           cuda-test,gpu-fault} (release builds of the CLI and crates/bench,
-#                           `cargo test -p chainsig-cuda --test cuda --no-run`, and the same with
+#                           `cargo test --release -p chainsig-cuda --test cuda --no-run`, and the same with
 #                           `--features fault-injection --test gpu_fault`), stripped
 #   .carry/gpu/             capi-test, go-test, libchainsig.so and a run.sh (C ABI and Go on cuda)
 #   .carry/node/            node-pipeline, libchainsig.so, run.sh (examples/node-pipeline)
@@ -11,7 +11,8 @@
 # Run from the repository root on the device: PHASE=A bash .carry/cmp/run.sh (this file).
 # PHASE=A: the GPU layering check (old ed1934f3 vs new main job interleaved on one card; every
 #   kernel configuration on 2^20 fresh records), the C ABI and Go on the GPU, the GPU fault
-#   injection test, raw Ethereum transactions on the GPU (2^20, against the CPU); fuzzers on
+#   injection test, raw Ethereum transactions and raw SM2 records on the GPU (2^20 each, against
+#   the CPU); fuzzers on
 #   cores 8-15.
 # PHASE=B: the user path (verify
 #   --backend cuda --stats on 10^6 JSON Lines records), the node pipeline, the ECDSA device check;
@@ -53,6 +54,9 @@ if [ $PHASE = A ]; then
   log "== raw Ethereum transactions on the GPU, 2^20 $(date -u +%T)"
   CHAINSIG_ETHTX_RECORDS=1048576 timeout 100 $T $B/cuda-test gpu_ethtx --nocapture --test-threads 1 > $R/gpu_ethtx.txt 2>&1; log "rc=$?"
   tail -30 $R/gpu_ethtx.txt | tee -a "$L"
+  log "== SM2 from the node's bytes (raw path) against the CPU and today's path, 2^20 $(date -u +%T)"
+  CHAINSIG_RAW_RECORDS=1048576 timeout 150 $T $B/cuda-test gpu_raw:: --nocapture --test-threads 1 > $R/gpu_raw.txt 2>&1; log "rc=$?"
+  tail -30 $R/gpu_raw.txt | tee -a "$L"
 else
   for set in sm2 secp256k1; do
     log "== user path $set $(date -u +%T)"
