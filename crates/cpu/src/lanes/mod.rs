@@ -1,4 +1,4 @@
-//! Verification eight signatures at a time on AVX-512 IFMA (`vpmadd52luq`/`vpmadd52huq`), the
+//! Verification and secp256k1 signing eight signatures at a time on AVX-512 IFMA (`vpmadd52luq`/`vpmadd52huq`), the
 //! multi-buffer technique of Intel's crypto_mb (`mbx_nistp256_ecdsa_verify_mb8`,
 //! `mbx_sm2_ecdsa_verify_mb8`).
 //!
@@ -20,6 +20,9 @@
 //! - [`mul`]: u₁·G + u₂·Q with a fixed-base comb for G and a window for Q.
 //! - [`verify`]: SM2 and ECDSA verification of eight records, with the scalar path's rules.
 //! - [`recover`]: Ethereum sender recovery (ecrecover) of eight secp256k1 records.
+//! - [`ct_comb`]: k·G in constant time (whole-row table scans, masked blends), for signing.
+//! - [`sign`]: secp256k1 ECDSA signing of eight (key, digest) pairs in constant time, RFC 6979
+//!   nonces and low s, byte for byte libsecp256k1's ([`sign_secp256k1`]).
 //!
 //! # Choosing the path
 //! [`available`] checks the CPU at run time (`is_x86_feature_detected!`); every function of the
@@ -38,9 +41,14 @@
 //! million-record run). `cargo bench -p chainsig-cpu --bench lanes` prints the per-core rate of
 //! the lanes beside the scalar path's (libsecp256k1 for secp256k1 and for recovery).
 //!
-//! Verification is variable time: all of its inputs are public. Nothing here may serve signing
-//! as it is (the comb is read with data-dependent gathers).
+//! Verification is variable time: all of its inputs are public. Signing uses none of its secret-
+//! unsafe parts (the gathered comb, the addition that branches on a doubling): [`sign`] has its
+//! own constant-time comb and its review of every secret-dependent branch and index.
+//! `tests/cpu/lanes_sign.rs` holds the lane signer to libsecp256k1 byte for byte, and
+//! `cargo bench -p chainsig-cpu --bench lanes_ct` tests its timing (dudect).
 
+#[cfg(target_arch = "x86_64")]
+mod ct_comb;
 #[cfg(target_arch = "x86_64")]
 mod curves;
 #[cfg(target_arch = "x86_64")]
@@ -53,6 +61,8 @@ mod mul;
 mod point;
 #[cfg(target_arch = "x86_64")]
 mod recover;
+#[cfg(target_arch = "x86_64")]
+mod sign;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests;
 #[cfg(target_arch = "x86_64")]
@@ -60,6 +70,8 @@ mod verify;
 
 use crate::ecdsa_secp256k1::SRule;
 use chainsig_core::{Algorithm, PreparedItem, RecoverItem, Recovered};
+use secp256k1::ecdsa::RecoverableSignature;
+use secp256k1::SecretKey;
 
 /// The environment variable that forces the CPU backend's path.
 pub const ENV_VAR: &str = "CHAINSIG_CPU_LANES";
@@ -172,5 +184,51 @@ pub fn recover_items(rule: SRule, items: &[RecoverItem]) -> Option<[Option<Recov
     {
         let _ = rule;
         None
+    }
+}
+
+/// Signs up to [`LANES`] secp256k1 digests in lanes, in constant time: signature i is key i's of
+/// digest i, byte for byte what libsecp256k1's `sign_ecdsa_recoverable` returns (RFC 6979 nonce,
+/// low s, recovery id). `None` where the CPU lacks the lanes. See [`sign`] for the method and
+/// its one variable-time exit (probability about 2⁻¹²⁸ per signature).
+pub fn sign_secp256k1(
+    keys: &[&SecretKey],
+    digests: &[[u8; 32]],
+) -> Option<Vec<RecoverableSignature>> {
+    assert!(keys.len() <= LANES, "at most {LANES} keys per group");
+    assert_eq!(keys.len(), digests.len(), "one digest per key");
+    if !available() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `available()` confirmed AVX-512F and IFMA, the only features it needs.
+        Some(unsafe { sign::sign_group(keys, digests) })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// Entry points for the constant-time test program (`benches/lanes_ct.rs`), which must time the
+/// secret-handling parts alone; not an API. Every function returns `None` without the lanes.
+#[doc(hidden)]
+pub mod timing {
+    /// The comb's table lookups alone for 64 windows of signed digits in [−7, 8] per lane
+    /// (`digits[window][lane]`), folded into one word so nothing is optimised away.
+    pub fn comb_lookups(digits: &[[i64; super::LANES]; 64]) -> Option<u64> {
+        if !super::available() {
+            return None;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: `available()` confirmed AVX-512F and IFMA.
+            Some(unsafe { super::ct_comb::lookups_for_timing(digits) })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
     }
 }
