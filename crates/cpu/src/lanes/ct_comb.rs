@@ -11,8 +11,9 @@
 //!   addresses fixed by the window number alone, and keeps the lane's entry with a mask
 //!   (`vpcmpeqq` then `vpblendmq`); a zero digit matches no entry. The mask lives in a mask
 //!   register and is only ever an operand of blends, never a branch condition or an index.
-//!   This is the scan of Intel's crypto_mb (`extract_point_affine` of its `ifma_ecpoint_p256`
-//!   code) and of libsecp256k1's `secp256k1_ecmult_gen` table reads.
+//!   This is the masked scan of Intel's crypto_mb (`extract_point_affine_`, the eight-buffer
+//!   table read of its `mbx_nistp256_ecdsa_sign_mb8` path) and the idea of libsecp256k1's
+//!   `secp256k1_ecmult_gen` table reads.
 //! - **Sign**: a negative digit negates y by a masked blend of y and −y (both always computed).
 //! - **Addition** ([`add_affine_ct`]): the mixed Jacobian–affine addition of [`super::point`]
 //!   without its exceptional-case branch: every lane always computes the general formula, and the

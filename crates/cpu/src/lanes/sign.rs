@@ -1,7 +1,10 @@
 //! secp256k1 ECDSA signing (SEC 1 §4.1.3) eight signatures per call, in constant time, with the
 //! bytes of libsecp256k1's `secp256k1_ecdsa_sign_recoverable`: the RFC 6979 nonce
 //! ([`crate::rfc6979`], the function chainsig-eth hands to libsecp256k1), low s (libsecp256k1
-//! always normalises, as EIP-2 requires of Ethereum transactions) and the recovery id.
+//! always normalises, as EIP-2 requires of Ethereum transactions) and the recovery id. The shape
+//! is that of Intel's crypto_mb `mbx_nistp256_ecdsa_sign_mb8` (eight independent signatures in
+//! the eight 64-bit lanes of AVX-512 IFMA registers), written here over the lanes' own field
+//! code ([`super::field`]) for secp256k1.
 //!
 //! # Per lane, all eight at once
 //! 1. k = RFC 6979 nonce of (d, z), attempt 0, per lane (HMAC-SHA256; constant time in d).
@@ -94,13 +97,20 @@ fn sign_columns(d: &Column, k: &Column, z: &Column) -> LaneSignatures {
 
     let mut point = mul_base_ct::<Curve>(&k);
     let mut z_inv = point.z.invert();
-    let z_inv2 = z_inv.square();
+    let mut z_inv2 = z_inv.square();
     let x = point.x.mul(&z_inv2).out_of_mont();
     let y = point.y.mul(&z_inv2).mul(&z_inv).out_of_mont();
-    point.x.wipe();
-    point.y.wipe();
-    point.z.wipe();
-    z_inv.wipe();
+    // R's affine coordinates are public (r and the recovery id give R); its Jacobian form is
+    // not (Z depends on the path the comb took).
+    for value in [
+        &mut point.x,
+        &mut point.y,
+        &mut point.z,
+        &mut z_inv,
+        &mut z_inv2,
+    ] {
+        value.wipe();
+    }
     let y_odd = _mm512_test_epi64_mask(y.0[0], splat(1));
 
     // x < p < 2n: as a scalar it is inside [0, 2n), and canonical() is x mod n.
