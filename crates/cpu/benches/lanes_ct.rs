@@ -12,8 +12,12 @@
 //! - `lookup`: the comb's table scans alone for 64 windows of digits of the class
 //!   (`lanes::timing::comb_lookups`).
 //!
-//! `cargo bench -p chainsig-cpu --bench lanes_ct -- [signer|lookup] [measurements]` (both, 10⁶
-//! each, by default). Exits with status 1 when some |t| reaches 4.5. Inputs are made before a
+//! And a positive control, `control`, which shows the harness can see a leak: a deliberately
+//! variable-time lookup written here (a branch on each digit being zero, and an index from the
+//! digit into a table of the comb's size), under the same classes.
+//!
+//! `cargo bench -p chainsig-cpu --bench lanes_ct -- [signer|lookup|control] [measurements]`
+//! (signer and lookup, 10⁶ each, by default). Exits with status 1 when some |t| reaches 4.5. Inputs are made before a
 //! batch is timed and both classes' inputs sit in the same arrays, so the classes differ only in
 //! the secret values.
 
@@ -226,14 +230,75 @@ fn test_lookup(count: usize, rng: &mut ChaCha20Rng) -> f64 {
     ))
 }
 
+/// The positive control: the comb's lookups written the way signing must not (skip zero digits,
+/// index the table by the digit), over a table of the comb's size.
+fn leaky_lookups(table: &[u64], digits: &[[i64; LANES]; 64]) -> u64 {
+    let mut fold = 0u64;
+    for (window, lanes) in digits.iter().enumerate() {
+        for &d in lanes {
+            if d != 0 {
+                let at = ((window * 8 + d.unsigned_abs() as usize - 1) * 10) % table.len();
+                fold ^= table[at..at + 10].iter().fold(0, |a, w| a ^ w);
+            }
+        }
+    }
+    fold
+}
+
+fn test_control(count: usize, rng: &mut ChaCha20Rng) -> f64 {
+    let table: Vec<u64> = (0..64 * 8 * 10).map(|_| rng.gen()).collect();
+    let fixed: [[i64; LANES]; 64] =
+        core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)));
+    let mut tests: Option<Tests> = None;
+    let mut warmup = Vec::new();
+    let mut sink = 0u64;
+    let mut done = 0;
+    while done < count {
+        let classes: Vec<usize> = (0..BATCH).map(|_| rng.gen_range(0..2)).collect();
+        let inputs: Vec<[[i64; LANES]; 64]> = classes
+            .iter()
+            .map(|&c| {
+                if c == 0 {
+                    fixed
+                } else {
+                    core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)))
+                }
+            })
+            .collect();
+        for (class, digits) in classes.iter().zip(&inputs) {
+            let (t, out) = cycles(|| leaky_lookups(&table, std::hint::black_box(digits)));
+            sink ^= out;
+            match tests.as_mut() {
+                Some(tests) => {
+                    tests.push(*class, t);
+                    done += 1;
+                }
+                None => {
+                    warmup.push(t);
+                    if warmup.len() == BATCH {
+                        tests = Some(Tests::new(&warmup));
+                    }
+                }
+            }
+        }
+    }
+    std::hint::black_box(sink);
+    tests.expect("a first batch").report(&format!(
+        "positive control: a variable-time lookup (must show a leak), {count} calls"
+    ))
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let count: usize = args
         .iter()
         .find_map(|a| a.parse().ok())
         .unwrap_or(1_000_000);
-    let signer = !args.iter().any(|a| a == "lookup") || args.iter().any(|a| a == "signer");
-    let lookup = !args.iter().any(|a| a == "signer") || args.iter().any(|a| a == "lookup");
+    let named = |name: &str| args.iter().any(|a| a == name);
+    let control = named("control");
+    let any_named = named("signer") || named("lookup") || control;
+    let signer = named("signer") || !any_named;
+    let lookup = named("lookup") || !any_named;
     if !lanes::available() {
         eprintln!("this CPU lacks AVX-512 IFMA: nothing to test");
         return;
@@ -245,6 +310,21 @@ fn main() {
     }
     if signer {
         worst = worst.max(test_signer(count, &mut rng));
+    }
+    if control {
+        let t = test_control(count, &mut rng);
+        // The control must fail; that it does is the check.
+        println!(
+            "  control {}",
+            if t >= 4.5 {
+                "leak detected, as it must be"
+            } else {
+                "NOT detected: the harness is blind"
+            }
+        );
+        if t < 4.5 {
+            std::process::exit(1);
+        }
     }
     if worst >= 4.5 {
         std::process::exit(1);
