@@ -27,9 +27,11 @@
 //! # Choosing the path
 //! [`available`] checks the CPU at run time (`is_x86_feature_detected!`); every function of the
 //! engine carries `#[target_feature(enable = "avx512f,avx512ifma")]` and is entered only through
-//! [`verify_items`] or [`recover_items`], after that check. The environment variable `CHAINSIG_CPU_LANES` forces a
-//! path ([`LaneMode::from_env`]): `off` keeps the 4×64-bit scalar code, `on` insists on lanes (an
-//! error where the CPU lacks IFMA), unset or `auto` uses lanes where the CPU has them.
+//! [`verify_items`], [`recover_items`] or [`sign_secp256k1`] (and the timing test's hooks), after
+//! that check. The environment variable `CHAINSIG_CPU_LANES` forces a path
+//! ([`LaneMode::from_env`]): `off` keeps the 4×64-bit scalar code (libsecp256k1 for signing), `on`
+//! insists on lanes (an error where the CPU lacks IFMA), unset or `auto` uses lanes where the CPU
+//! has them. chainsig-eth reads the same switch for batch signing.
 //!
 //! # Checks and measurements
 //! `tests/cpu/lanes.rs` compares the lanes with the scalar path record by record (random, corrupted
