@@ -5,7 +5,8 @@
 //!
 //! Signing too: the constant-time lane signer (`lanes::sign_secp256k1`) against libsecp256k1's
 //! `sign_ecdsa_recoverable` (its context made once, not re-randomised), byte for byte the same
-//! signatures, and the cost of one lane call for groups of 1 to 8 (where lanes start to pay).
+//! signatures, and the cost of one lane call for groups of 1 to 8 (where lanes start to pay); and
+//! SM2 signing with given nonces, lanes against chainsig-weierstrass's scalar signer.
 //!
 //! `cargo bench -p chainsig-cpu --bench lanes` (add `-- 8192` for another batch size, `-- recover`
 //! for recovery alone, `-- sign` for signing alone, `-- recover once-scalar` or `once-lanes` for a single pass of one side, the
@@ -178,6 +179,57 @@ fn bench_signing(size: usize) {
         line += &format!(" {g}: {best_l:.1}/{best_s:.1}");
     }
     println!("{line}");
+    bench_sm2_signing(size);
+}
+
+/// SM2 signing with given nonces: lanes against chainsig-weierstrass's constant-time scalar
+/// signer (`sign_prehashed_with_nonce`), the same signatures, rounds interleaved.
+fn bench_sm2_signing(size: usize) {
+    use chainsig_weierstrass::{sign_prehashed_with_nonce, SecretKey};
+    let triples: Vec<(SecretKey, [u8; 32], [u8; 32])> = (0..size as u64)
+        .map(|i| {
+            let mut key = [0u8; 32];
+            key[..8].copy_from_slice(&(i + 1).to_be_bytes());
+            key[31] = 0x5a;
+            let e = chainsig_core::hash::keccak256(&key);
+            let k = chainsig_core::hash::keccak256(&e);
+            (SecretKey::from_bytes(&key).expect("a valid key"), e, k)
+        })
+        .collect();
+    let scalar = |t: &[(SecretKey, [u8; 32], [u8; 32])]| -> u8 {
+        t.iter()
+            .map(|(d, e, k)| sign_prehashed_with_nonce(d, e, k).expect("signs")[63])
+            .fold(0, |a, b| a ^ b)
+    };
+    let lane = |t: &[(SecretKey, [u8; 32], [u8; 32])]| -> u8 {
+        t.chunks(lanes::LANES)
+            .map(|g| {
+                let keys: Vec<&SecretKey> = g.iter().map(|x| &x.0).collect();
+                let e: Vec<[u8; 32]> = g.iter().map(|x| x.1).collect();
+                let k: Vec<[u8; 32]> = g.iter().map(|x| x.2).collect();
+                let sigs = lanes::sign_sm2_with_nonces(&keys, &e, &k).expect("lanes available");
+                sigs.iter()
+                    .map(|s| s.expect("signs")[63])
+                    .fold(0, |a, b| a ^ b)
+            })
+            .fold(0, |a, b| a ^ b)
+    };
+    assert_eq!(scalar(&triples), lane(&triples), "same signatures");
+    let (mut best_scalar, mut best_lanes) = (0f64, 0f64);
+    for _ in 0..5 {
+        let start = Instant::now();
+        std::hint::black_box(scalar(&triples));
+        let s = size as f64 / start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        std::hint::black_box(lane(&triples));
+        let l = size as f64 / start.elapsed().as_secs_f64();
+        best_scalar = best_scalar.max(s);
+        best_lanes = best_lanes.max(l);
+    }
+    println!(
+        "  sm2 sign: lanes {best_lanes:>8.0}/s   scalar (weierstrass) {best_scalar:>8.0}/s   ratio {:.2}",
+        best_lanes / best_scalar
+    );
 }
 
 fn main() {

@@ -9,6 +9,8 @@
 //! Two targets:
 //! - `signer`: `lanes::sign_secp256k1` on eight keys of the class with one fixed digest (RFC 6979
 //!   nonce, comb, inversions, s, low-s, recovery id: the whole public call);
+//! - `sm2` (on request): `lanes::sign_sm2_with_nonces`, a fixed key and nonce in all lanes
+//!   against fresh ones, one fixed digest;
 //! - `lookup`: the comb's table scans alone for 64 windows of digits of the class
 //!   (`lanes::timing::comb_lookups`).
 //!
@@ -16,7 +18,7 @@
 //! variable-time lookup written here (a branch on each digit being zero, and an index from the
 //! digit into a table of the comb's size), under the same classes.
 //!
-//! `cargo bench -p chainsig-cpu --bench lanes_ct -- [signer|lookup|control] [measurements]`
+//! `cargo bench -p chainsig-cpu --bench lanes_ct -- [signer|lookup|sm2|control] [measurements]`
 //! (signer and lookup, 10⁶ each, by default). Exits with status 1 when some |t| reaches 4.5. Inputs are made before a
 //! batch is timed and both classes' inputs sit in the same arrays, so the classes differ only in
 //! the secret values.
@@ -186,6 +188,67 @@ fn test_signer(count: usize, rng: &mut ChaCha20Rng) -> f64 {
     ))
 }
 
+/// SM2 signing with given nonces: the secrets are the keys and the nonces (fixed pair in all
+/// lanes against fresh random ones), the digest fixed.
+fn test_sm2(count: usize, rng: &mut ChaCha20Rng) -> f64 {
+    use chainsig_weierstrass::SecretKey as Sm2Key;
+    let sm2_key = |rng: &mut ChaCha20Rng| loop {
+        if let Ok(key) = Sm2Key::from_bytes(&rng.gen()) {
+            return key;
+        }
+    };
+    let fixed_key = sm2_key(rng);
+    let fixed_nonce: [u8; 32] = rng.gen();
+    let digests = [rng.gen::<[u8; 32]>(); LANES];
+    let mut tests: Option<Tests> = None;
+    let mut warmup = Vec::new();
+    let mut sink = 0u64;
+    let mut done = 0;
+    while done < count {
+        let classes: Vec<usize> = (0..BATCH / 4).map(|_| rng.gen_range(0..2)).collect();
+        let inputs: Vec<(Vec<Sm2Key>, [[u8; 32]; LANES])> = classes
+            .iter()
+            .map(|&c| {
+                let keys = (0..LANES)
+                    .map(|_| {
+                        if c == 0 {
+                            fixed_key.clone()
+                        } else {
+                            sm2_key(rng)
+                        }
+                    })
+                    .collect();
+                let nonces = core::array::from_fn(|_| if c == 0 { fixed_nonce } else { rng.gen() });
+                (keys, nonces)
+            })
+            .collect();
+        for (class, (keys, nonces)) in classes.iter().zip(&inputs) {
+            let refs: Vec<&Sm2Key> = keys.iter().collect();
+            let (t, out) = cycles(|| {
+                let sigs = lanes::sign_sm2_with_nonces(&refs, &digests, nonces).expect("lanes");
+                sigs[0].map_or(0, |s| s[63] as u64)
+            });
+            sink ^= out;
+            match tests.as_mut() {
+                Some(tests) => {
+                    tests.push(*class, t);
+                    done += 1;
+                }
+                None => {
+                    warmup.push(t);
+                    if warmup.len() == BATCH / 4 {
+                        tests = Some(Tests::new(&warmup));
+                    }
+                }
+            }
+        }
+    }
+    std::hint::black_box(sink);
+    tests.expect("a first batch").report(&format!(
+        "SM2 lane signer, 8 signatures per call, {count} calls"
+    ))
+}
+
 fn test_lookup(count: usize, rng: &mut ChaCha20Rng) -> f64 {
     let fixed: [[i64; LANES]; 64] =
         core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)));
@@ -296,7 +359,8 @@ fn main() {
         .unwrap_or(1_000_000);
     let named = |name: &str| args.iter().any(|a| a == name);
     let control = named("control");
-    let any_named = named("signer") || named("lookup") || control;
+    let sm2 = named("sm2");
+    let any_named = named("signer") || named("lookup") || control || sm2;
     let signer = named("signer") || !any_named;
     let lookup = named("lookup") || !any_named;
     if !lanes::available() {
@@ -310,6 +374,9 @@ fn main() {
     }
     if signer {
         worst = worst.max(test_signer(count, &mut rng));
+    }
+    if sm2 {
+        worst = worst.max(test_sm2(count, &mut rng));
     }
     if control {
         let t = test_control(count, &mut rng);

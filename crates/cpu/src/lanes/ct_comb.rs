@@ -107,6 +107,27 @@ pub(crate) fn mul_base_ct<C: LaneCurve>(k: &Fe8<C::N>) -> Jac8<C> {
     acc
 }
 
+/// The affine coordinates of finite points, fully reduced and out of Montgomery form, in
+/// constant time: Z⁻¹ = Z^(p−2) by Fermat (a fixed chain for the public exponent). The point's
+/// Jacobian coordinates and Z⁻¹ are wiped (they depend on the path the comb took).
+#[target_feature(enable = "avx512f,avx512ifma")]
+pub(crate) fn to_affine_ct<C: LaneCurve>(point: &mut Jac8<C>) -> (Fp<C>, Fp<C>) {
+    let mut z_inv = point.z.invert();
+    let mut z_inv2 = z_inv.square();
+    let x = point.x.mul(&z_inv2).out_of_mont();
+    let y = point.y.mul(&z_inv2).mul(&z_inv).out_of_mont();
+    for value in [
+        &mut point.x,
+        &mut point.y,
+        &mut point.z,
+        &mut z_inv,
+        &mut z_inv2,
+    ] {
+        value.wipe();
+    }
+    (x, y)
+}
+
 /// The lookups of [`mul_base_ct`] alone on secp256k1's table, folded into one word so none is
 /// optimised away: what the timing test measures as "the comb lookup" (digits in [−7, 8]).
 #[target_feature(enable = "avx512f,avx512ifma")]

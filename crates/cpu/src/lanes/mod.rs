@@ -23,6 +23,8 @@
 //! - [`ct_comb`]: k·G in constant time (whole-row table scans, masked blends), for signing.
 //! - [`sign`]: secp256k1 ECDSA signing of eight (key, digest) pairs in constant time, RFC 6979
 //!   nonces and low s, byte for byte libsecp256k1's ([`sign_secp256k1`]).
+//! - [`sign_sm2`]: SM2 signing of eight (key, e, nonce) triples in constant time, byte for byte
+//!   chainsig-weierstrass's `sign_prehashed_with_nonce` ([`sign_sm2_with_nonces`]).
 //!
 //! # Choosing the path
 //! [`available`] checks the CPU at run time (`is_x86_feature_detected!`); every function of the
@@ -65,6 +67,8 @@ mod point;
 mod recover;
 #[cfg(target_arch = "x86_64")]
 mod sign;
+#[cfg(target_arch = "x86_64")]
+mod sign_sm2;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests;
 #[cfg(target_arch = "x86_64")]
@@ -206,6 +210,35 @@ pub fn sign_secp256k1(
     {
         // SAFETY: `available()` confirmed AVX-512F and IFMA, the only features it needs.
         Some(unsafe { sign::sign_group(keys, digests) })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// Signs up to [`LANES`] SM2 prehashed messages e with the given nonces in lanes, in constant
+/// time: entry i is r‖s for key i, digest i and nonce i, byte for byte
+/// [`chainsig_weierstrass::sign_prehashed_with_nonce`], `None` where that nonce does not sign
+/// (k ∉ [1, n − 1], r = 0, r + k = n or s = 0). `None` overall where the CPU lacks the lanes.
+#[allow(clippy::type_complexity)]
+pub fn sign_sm2_with_nonces(
+    keys: &[&chainsig_weierstrass::SecretKey],
+    digests: &[[u8; 32]],
+    nonces: &[[u8; 32]],
+) -> Option<Vec<Option<[u8; 64]>>> {
+    assert!(keys.len() <= LANES, "at most {LANES} keys per group");
+    assert!(
+        keys.len() == digests.len() && keys.len() == nonces.len(),
+        "one digest and nonce per key"
+    );
+    if !available() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `available()` confirmed AVX-512F and IFMA, the only features it needs.
+        Some(unsafe { sign_sm2::sign_group(keys, digests, nonces) })
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

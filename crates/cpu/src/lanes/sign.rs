@@ -48,7 +48,7 @@
 //! The key and nonce bytes, their limb arrays, the digits, k, k⁻¹ and the intermediate sums are
 //! wiped with `zeroize` before returning; register copies are outside what Rust can wipe.
 
-use super::ct_comb::mul_base_ct;
+use super::ct_comb::{mul_base_ct, to_affine_ct};
 use super::curves::K256Curve;
 use super::field::{splat, Fe8, Mask};
 use super::modulus::{be_from_radix52, radix52_from_be, LaneModulus, LIMBS};
@@ -96,21 +96,8 @@ fn sign_columns(d: &Column, k: &Column, z: &Column) -> LaneSignatures {
     let k_bad = k.is_zero() | !super::field::lt_int(&k.0, &n.0);
 
     let mut point = mul_base_ct::<Curve>(&k);
-    let mut z_inv = point.z.invert();
-    let mut z_inv2 = z_inv.square();
-    let x = point.x.mul(&z_inv2).out_of_mont();
-    let y = point.y.mul(&z_inv2).mul(&z_inv).out_of_mont();
-    // R's affine coordinates are public (r and the recovery id give R); its Jacobian form is
-    // not (Z depends on the path the comb took).
-    for value in [
-        &mut point.x,
-        &mut point.y,
-        &mut point.z,
-        &mut z_inv,
-        &mut z_inv2,
-    ] {
-        value.wipe();
-    }
+    // R's affine coordinates are public (r and the recovery id give R).
+    let (x, y) = to_affine_ct(&mut point);
     let y_odd = _mm512_test_epi64_mask(y.0[0], splat(1));
 
     // x < p < 2n: as a scalar it is inside [0, 2n), and canonical() is x mod n.
