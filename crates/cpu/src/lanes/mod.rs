@@ -48,7 +48,8 @@
 //! Verification is variable time: all of its inputs are public. Signing uses none of its secret-
 //! unsafe parts (the gathered comb, the addition that branches on a doubling): [`sign`] has its
 //! own constant-time comb and its review of every secret-dependent branch and index.
-//! `tests/cpu/lanes_sign.rs` holds the lane signer to libsecp256k1 byte for byte, and
+//! `tests/cpu/lanes_sign.rs` holds the lane signer to libsecp256k1 byte for byte
+//! (`lanes_sign_sm2.rs` the SM2 one to chainsig-weierstrass's), and
 //! `cargo bench -p chainsig-cpu --bench lanes_ct` tests its timing (dudect).
 
 #[cfg(target_arch = "x86_64")]
