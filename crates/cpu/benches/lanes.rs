@@ -3,8 +3,13 @@
 //! libsecp256k1's `recover_ecdsa`), measured in one run, rounds interleaved so a noisy shared
 //! machine affects both sides alike; prints each rate and the ratio. One thread throughout.
 //!
+//! Signing too: the constant-time lane signer (`lanes::sign_secp256k1`) against libsecp256k1's
+//! `sign_ecdsa_recoverable` (its context made once, not re-randomised), byte for byte the same
+//! signatures, and the cost of one lane call for groups of 1 to 8 (where lanes start to pay); and
+//! SM2 signing with given nonces, lanes against chainsig-weierstrass's scalar signer.
+//!
 //! `cargo bench -p chainsig-cpu --bench lanes` (add `-- 8192` for another batch size, `-- recover`
-//! for recovery alone, `-- recover once-scalar` or `once-lanes` for a single pass of one side, the
+//! for recovery alone, `-- sign` for signing alone, `-- recover once-scalar` or `once-lanes` for a single pass of one side, the
 //! shape to run under `valgrind --tool=callgrind`).
 
 use chainsig_core::{Algorithm, PreparedItem, RecoverItem};
@@ -92,10 +97,146 @@ fn bench_recovery(size: usize, once: Option<&str>) {
     );
 }
 
+/// `size` (key, digest) pairs, keys distinct.
+fn sign_pairs(size: usize) -> Vec<(secp256k1::SecretKey, [u8; 32])> {
+    (0..size as u64)
+        .map(|i| {
+            let mut key = [0u8; 32];
+            key[..8].copy_from_slice(&(i + 1).to_be_bytes());
+            key[31] = 0x5a;
+            let sk = secp256k1::SecretKey::from_byte_array(key).expect("a valid key");
+            (sk, chainsig_core::hash::keccak256(&key))
+        })
+        .collect()
+}
+
+/// Signing, lanes against libsecp256k1, rounds interleaved; then the time of one lane call per
+/// group size against that many libsecp256k1 signatures.
+fn bench_signing(size: usize) {
+    let pairs = sign_pairs(size);
+    let secp = secp256k1::Secp256k1::signing_only();
+    let scalar = |pairs: &[(secp256k1::SecretKey, [u8; 32])]| -> u8 {
+        pairs
+            .iter()
+            .map(|(k, d)| {
+                let sig = secp.sign_ecdsa_recoverable(secp256k1::Message::from_digest(*d), k);
+                sig.serialize_compact().1[63]
+            })
+            .fold(0, |a, b| a ^ b)
+    };
+    let lane = |pairs: &[(secp256k1::SecretKey, [u8; 32])]| -> u8 {
+        pairs
+            .chunks(lanes::LANES)
+            .map(|g| {
+                let keys: Vec<&secp256k1::SecretKey> = g.iter().map(|(k, _)| k).collect();
+                let digests: Vec<[u8; 32]> = g.iter().map(|(_, d)| *d).collect();
+                let sigs = lanes::sign_secp256k1(&keys, &digests).expect("lanes available");
+                sigs.iter()
+                    .map(|s| s.serialize_compact().1[63])
+                    .fold(0, |a, b| a ^ b)
+            })
+            .fold(0, |a, b| a ^ b)
+    };
+    assert_eq!(
+        scalar(&pairs[..64.min(size)]),
+        lane(&pairs[..64.min(size)]),
+        "same signatures"
+    );
+    let (mut best_scalar, mut best_lanes) = (0f64, 0f64);
+    for _ in 0..5 {
+        let start = Instant::now();
+        std::hint::black_box(scalar(&pairs));
+        let s = size as f64 / start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        std::hint::black_box(lane(&pairs));
+        let l = size as f64 / start.elapsed().as_secs_f64();
+        best_scalar = best_scalar.max(s);
+        best_lanes = best_lanes.max(l);
+    }
+    println!(
+        "      sign: lanes {best_lanes:>8.0}/s   libsecp256k1 {best_scalar:>8.0}/s   ratio {:.2}",
+        best_lanes / best_scalar
+    );
+    // One lane call for g pairs against g libsecp256k1 signatures: µs per call, best of 5.
+    let rounds = (size / lanes::LANES).max(1);
+    let mut line = String::from("  per call (µs), group size 1..8: lanes / libsecp256k1:");
+    for g in 1..=lanes::LANES {
+        let (mut best_l, mut best_s) = (f64::MAX, f64::MAX);
+        for _ in 0..5 {
+            let start = Instant::now();
+            for r in 0..rounds {
+                let at = (r * lanes::LANES) % (pairs.len() - lanes::LANES + 1);
+                std::hint::black_box(lane(&pairs[at..at + g]));
+            }
+            best_l = best_l.min(start.elapsed().as_secs_f64() * 1e6 / rounds as f64);
+            let start = Instant::now();
+            for r in 0..rounds {
+                let at = (r * lanes::LANES) % (pairs.len() - lanes::LANES + 1);
+                std::hint::black_box(scalar(&pairs[at..at + g]));
+            }
+            best_s = best_s.min(start.elapsed().as_secs_f64() * 1e6 / rounds as f64);
+        }
+        line += &format!(" {g}: {best_l:.1}/{best_s:.1}");
+    }
+    println!("{line}");
+    bench_sm2_signing(size);
+}
+
+/// SM2 signing with given nonces: lanes against chainsig-weierstrass's constant-time scalar
+/// signer (`sign_prehashed_with_nonce`), the same signatures, rounds interleaved.
+fn bench_sm2_signing(size: usize) {
+    use chainsig_weierstrass::{sign_prehashed_with_nonce, SecretKey};
+    let triples: Vec<(SecretKey, [u8; 32], [u8; 32])> = (0..size as u64)
+        .map(|i| {
+            let mut key = [0u8; 32];
+            key[..8].copy_from_slice(&(i + 1).to_be_bytes());
+            key[31] = 0x5a;
+            let e = chainsig_core::hash::keccak256(&key);
+            let k = chainsig_core::hash::keccak256(&e);
+            (SecretKey::from_bytes(&key).expect("a valid key"), e, k)
+        })
+        .collect();
+    let scalar = |t: &[(SecretKey, [u8; 32], [u8; 32])]| -> u8 {
+        t.iter()
+            .map(|(d, e, k)| sign_prehashed_with_nonce(d, e, k).expect("signs")[63])
+            .fold(0, |a, b| a ^ b)
+    };
+    let lane = |t: &[(SecretKey, [u8; 32], [u8; 32])]| -> u8 {
+        t.chunks(lanes::LANES)
+            .map(|g| {
+                let keys: Vec<&SecretKey> = g.iter().map(|x| &x.0).collect();
+                let e: Vec<[u8; 32]> = g.iter().map(|x| x.1).collect();
+                let k: Vec<[u8; 32]> = g.iter().map(|x| x.2).collect();
+                let sigs = lanes::sign_sm2_with_nonces(&keys, &e, &k).expect("lanes available");
+                sigs.iter()
+                    .map(|s| s.expect("signs")[63])
+                    .fold(0, |a, b| a ^ b)
+            })
+            .fold(0, |a, b| a ^ b)
+    };
+    assert_eq!(scalar(&triples), lane(&triples), "same signatures");
+    let (mut best_scalar, mut best_lanes) = (0f64, 0f64);
+    for _ in 0..5 {
+        let start = Instant::now();
+        std::hint::black_box(scalar(&triples));
+        let s = size as f64 / start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        std::hint::black_box(lane(&triples));
+        let l = size as f64 / start.elapsed().as_secs_f64();
+        best_scalar = best_scalar.max(s);
+        best_lanes = best_lanes.max(l);
+    }
+    println!(
+        "  sm2 sign: lanes {best_lanes:>8.0}/s   scalar (weierstrass) {best_scalar:>8.0}/s   ratio {:.2}",
+        best_lanes / best_scalar
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let size: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(4096);
     let only_recovery = args.iter().any(|a| a == "recover");
+    let only_signing = args.iter().any(|a| a == "sign");
     let once = args
         .iter()
         .find(|a| a.as_str() == "once-scalar" || a.as_str() == "once-lanes")
@@ -110,6 +251,10 @@ fn main() {
         return;
     }
     println!("per core, {size} signatures per round, best of 5 interleaved rounds");
+    if only_signing {
+        bench_signing(size);
+        return;
+    }
     if only_recovery || once.is_some() {
         bench_recovery(size, once);
         return;
@@ -157,4 +302,5 @@ fn main() {
         );
     }
     bench_recovery(size, None);
+    bench_signing(size);
 }

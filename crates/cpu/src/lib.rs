@@ -10,6 +10,7 @@ pub mod ecdsa_secp256k1;
 pub mod lanes;
 pub mod pipeline;
 pub mod prepare;
+pub mod rfc6979;
 pub mod sm2;
 
 use chainsig_core::backend::{Backend, BackendError, CPU};

@@ -135,7 +135,7 @@ impl Signer {
         self.key_for(from).map(PrivateKey::address)
     }
 
-    fn key_for(&self, from: Option<Address>) -> Result<&PrivateKey, EthError> {
+    pub(crate) fn key_for(&self, from: Option<Address>) -> Result<&PrivateKey, EthError> {
         match from {
             Some(address) => self
                 .keys

@@ -15,6 +15,12 @@
 //! about 68 % more; once per 4,096 signatures it costs about 0.02 %. Randomisation never changes a signature:
 //! nonces are RFC 6979 and libsecp256k1 always returns the low-s form.
 //!
+//! Batches ([`sign_prehash_batch`]) sign in groups of eight in the CPU's AVX-512 IFMA lanes where
+//! the CPU has them ([`chainsig_cpu::lanes::sign_secp256k1`]: constant time, the same RFC 6979
+//! nonce function, byte for byte libsecp256k1's signatures), under the switch verification uses,
+//! `CHAINSIG_CPU_LANES` (`auto`, `on`, `off`); groups smaller than [`LANES_FROM`] and single
+//! signatures stay with libsecp256k1.
+//!
 //! Constant time: CI runs [`sign_recoverable_in`] (libsecp256k1's signing with our RFC 6979 nonce
 //! function, in a randomised context) under valgrind with the secret key and the randomisation
 //! seed marked secret; memcheck reports any branch or memory address that depends on them
@@ -29,8 +35,15 @@ use std::cell::RefCell;
 use std::ptr;
 use std::sync::OnceLock;
 
+use chainsig_cpu::lanes::{LaneMode, LANES};
+
 use crate::key::address_of;
 use crate::EthError;
+
+/// The smallest group signed in lanes: one lane call costs about as much for 1 as for 8
+/// signatures, and at this size it costs less than as many libsecp256k1 signatures
+/// (`cargo bench -p chainsig-cpu --bench lanes -- sign`, BENCHMARKS.md).
+pub const LANES_FROM: usize = 3;
 
 /// Signatures a thread makes between two randomisations of its context.
 pub const RERANDOMISE_EVERY: u32 = 4096;
@@ -123,6 +136,35 @@ pub fn sign_recoverable_in<C: secp256k1::Signing>(
         "libsecp256k1 signs any valid key and hash"
     );
     RecoverableSignature::from(raw)
+}
+
+/// Whether batches sign in lanes: `CHAINSIG_CPU_LANES` resolved once per process (`on` without
+/// AVX-512 IFMA, or a value other than on/off/auto, is an error naming the variable).
+pub fn lanes_for_batches() -> Result<bool, EthError> {
+    static RESOLVED: OnceLock<Result<bool, String>> = OnceLock::new();
+    RESOLVED
+        .get_or_init(|| LaneMode::from_env().and_then(LaneMode::resolve))
+        .clone()
+        .map_err(|e| EthError::field(chainsig_cpu::lanes::ENV_VAR, e))
+}
+
+/// Signs `hashes[i]` with `keys[i]` for every i, as [`sign_prehash`] would (the same bytes):
+/// in groups of eight in lanes when `lanes` is true (see [`lanes_for_batches`]), a remaining group
+/// smaller than [`LANES_FROM`] and every signature otherwise through libsecp256k1.
+pub fn sign_prehash_batch(keys: &[&SecretKey], hashes: &[B256], lanes: bool) -> Vec<Signature> {
+    assert_eq!(keys.len(), hashes.len(), "one hash per key");
+    let mut out = Vec::with_capacity(keys.len());
+    for (keys, hashes) in keys.chunks(LANES).zip(hashes.chunks(LANES)) {
+        if lanes && keys.len() >= LANES_FROM {
+            let digests: Vec<[u8; 32]> = hashes.iter().map(|h| h.0).collect();
+            if let Some(signed) = chainsig_cpu::lanes::sign_secp256k1(keys, &digests) {
+                out.extend(signed.iter().map(signature_of));
+                continue;
+            }
+        }
+        out.extend(keys.iter().zip(hashes).map(|(k, h)| sign_prehash(k, h)));
+    }
+    out
 }
 
 /// r, s and the recovery parity of a public signature.

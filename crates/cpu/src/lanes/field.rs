@@ -270,6 +270,14 @@ impl<M: LaneModulus> Fe8<M> {
         self.sub(b).is_zero()
     }
 
+    /// Overwrites the value's memory with zeros (the signer's secrets; `zeroize`'s volatile
+    /// writes, which the optimiser keeps).
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    #[inline]
+    pub(crate) fn wipe(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
+    }
+
     /// Lane l from `a` where bit l of `mask` is set, else from `self`.
     #[target_feature(enable = "avx512f,avx512ifma")]
     #[inline]

@@ -1,4 +1,4 @@
-//! Verification eight signatures at a time on AVX-512 IFMA (`vpmadd52luq`/`vpmadd52huq`), the
+//! Verification and secp256k1 signing eight signatures at a time on AVX-512 IFMA (`vpmadd52luq`/`vpmadd52huq`), the
 //! multi-buffer technique of Intel's crypto_mb (`mbx_nistp256_ecdsa_verify_mb8`,
 //! `mbx_sm2_ecdsa_verify_mb8`).
 //!
@@ -20,13 +20,20 @@
 //! - [`mul`]: u₁·G + u₂·Q with a fixed-base comb for G and a window for Q.
 //! - [`verify`]: SM2 and ECDSA verification of eight records, with the scalar path's rules.
 //! - [`recover`]: Ethereum sender recovery (ecrecover) of eight secp256k1 records.
+//! - [`ct_comb`]: k·G in constant time (whole-row table scans, masked blends), for signing.
+//! - [`sign`]: secp256k1 ECDSA signing of eight (key, digest) pairs in constant time, RFC 6979
+//!   nonces and low s, byte for byte libsecp256k1's ([`sign_secp256k1`]).
+//! - [`sign_sm2`]: SM2 signing of eight (key, e, nonce) triples in constant time, byte for byte
+//!   chainsig-weierstrass's `sign_prehashed_with_nonce` ([`sign_sm2_with_nonces`]).
 //!
 //! # Choosing the path
 //! [`available`] checks the CPU at run time (`is_x86_feature_detected!`); every function of the
 //! engine carries `#[target_feature(enable = "avx512f,avx512ifma")]` and is entered only through
-//! [`verify_items`] or [`recover_items`], after that check. The environment variable `CHAINSIG_CPU_LANES` forces a
-//! path ([`LaneMode::from_env`]): `off` keeps the 4×64-bit scalar code, `on` insists on lanes (an
-//! error where the CPU lacks IFMA), unset or `auto` uses lanes where the CPU has them.
+//! [`verify_items`], [`recover_items`] or [`sign_secp256k1`] (and the timing test's hooks), after
+//! that check. The environment variable `CHAINSIG_CPU_LANES` forces a path
+//! ([`LaneMode::from_env`]): `off` keeps the 4×64-bit scalar code (libsecp256k1 for signing), `on`
+//! insists on lanes (an error where the CPU lacks IFMA), unset or `auto` uses lanes where the CPU
+//! has them. chainsig-eth reads the same switch for batch signing.
 //!
 //! # Checks and measurements
 //! `tests/cpu/lanes.rs` compares the lanes with the scalar path record by record (random, corrupted
@@ -38,9 +45,15 @@
 //! million-record run). `cargo bench -p chainsig-cpu --bench lanes` prints the per-core rate of
 //! the lanes beside the scalar path's (libsecp256k1 for secp256k1 and for recovery).
 //!
-//! Verification is variable time: all of its inputs are public. Nothing here may serve signing
-//! as it is (the comb is read with data-dependent gathers).
+//! Verification is variable time: all of its inputs are public. Signing uses none of its secret-
+//! unsafe parts (the gathered comb, the addition that branches on a doubling): [`sign`] has its
+//! own constant-time comb and its review of every secret-dependent branch and index.
+//! `tests/cpu/lanes_sign.rs` holds the lane signer to libsecp256k1 byte for byte
+//! (`lanes_sign_sm2.rs` the SM2 one to chainsig-weierstrass's), and
+//! `cargo bench -p chainsig-cpu --bench lanes_ct` tests its timing (dudect).
 
+#[cfg(target_arch = "x86_64")]
+mod ct_comb;
 #[cfg(target_arch = "x86_64")]
 mod curves;
 #[cfg(target_arch = "x86_64")]
@@ -53,6 +66,10 @@ mod mul;
 mod point;
 #[cfg(target_arch = "x86_64")]
 mod recover;
+#[cfg(target_arch = "x86_64")]
+mod sign;
+#[cfg(target_arch = "x86_64")]
+mod sign_sm2;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests;
 #[cfg(target_arch = "x86_64")]
@@ -60,6 +77,8 @@ mod verify;
 
 use crate::ecdsa_secp256k1::SRule;
 use chainsig_core::{Algorithm, PreparedItem, RecoverItem, Recovered};
+use secp256k1::ecdsa::RecoverableSignature;
+use secp256k1::SecretKey;
 
 /// The environment variable that forces the CPU backend's path.
 pub const ENV_VAR: &str = "CHAINSIG_CPU_LANES";
@@ -172,5 +191,80 @@ pub fn recover_items(rule: SRule, items: &[RecoverItem]) -> Option<[Option<Recov
     {
         let _ = rule;
         None
+    }
+}
+
+/// Signs up to [`LANES`] secp256k1 digests in lanes, in constant time: signature i is key i's of
+/// digest i, byte for byte what libsecp256k1's `sign_ecdsa_recoverable` returns (RFC 6979 nonce,
+/// low s, recovery id). `None` where the CPU lacks the lanes. See [`sign`] for the method and
+/// its one variable-time exit (probability about 2⁻¹²⁸ per signature).
+pub fn sign_secp256k1(
+    keys: &[&SecretKey],
+    digests: &[[u8; 32]],
+) -> Option<Vec<RecoverableSignature>> {
+    assert!(keys.len() <= LANES, "at most {LANES} keys per group");
+    assert_eq!(keys.len(), digests.len(), "one digest per key");
+    if !available() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `available()` confirmed AVX-512F and IFMA, the only features it needs.
+        Some(unsafe { sign::sign_group(keys, digests) })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// Signs up to [`LANES`] SM2 prehashed messages e with the given nonces in lanes, in constant
+/// time: entry i is r‖s for key i, digest i and nonce i, byte for byte
+/// [`chainsig_weierstrass::sign_prehashed_with_nonce`], `None` where that nonce does not sign
+/// (k ∉ [1, n − 1], r = 0, r + k = n or s = 0). `None` overall where the CPU lacks the lanes.
+#[allow(clippy::type_complexity)]
+pub fn sign_sm2_with_nonces(
+    keys: &[&chainsig_weierstrass::SecretKey],
+    digests: &[[u8; 32]],
+    nonces: &[[u8; 32]],
+) -> Option<Vec<Option<[u8; 64]>>> {
+    assert!(keys.len() <= LANES, "at most {LANES} keys per group");
+    assert!(
+        keys.len() == digests.len() && keys.len() == nonces.len(),
+        "one digest and nonce per key"
+    );
+    if !available() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `available()` confirmed AVX-512F and IFMA, the only features it needs.
+        Some(unsafe { sign_sm2::sign_group(keys, digests, nonces) })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// Entry points for the constant-time test program (`benches/lanes_ct.rs`), which must time the
+/// secret-handling parts alone; not an API. Every function returns `None` without the lanes.
+#[doc(hidden)]
+pub mod timing {
+    /// The comb's table lookups alone for 64 windows of signed digits in [−7, 8] per lane
+    /// (`digits[window][lane]`), folded into one word so nothing is optimised away.
+    pub fn comb_lookups(digits: &[[i64; super::LANES]; 64]) -> Option<u64> {
+        if !super::available() {
+            return None;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: `available()` confirmed AVX-512F and IFMA.
+            Some(unsafe { super::ct_comb::lookups_for_timing(digits) })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
     }
 }

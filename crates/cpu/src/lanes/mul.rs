@@ -18,15 +18,16 @@ use core::arch::x86_64::*;
 pub(crate) type Digits = [__m512i; 64];
 
 /// Table entries per window of G (1·16ⁱ·G … 8·16ⁱ·G).
-const G_ENTRIES: usize = 8;
+pub(crate) const G_ENTRIES: usize = 8;
 /// u64 words per affine entry: x then y, five limbs each.
-const ENTRY_WORDS: usize = 2 * LIMBS;
+pub(crate) const ENTRY_WORDS: usize = 2 * LIMBS;
 const _: () = assert!(
     ENTRY_WORDS == 10,
     "the gather index multiplies by 10 with shifts"
 );
 
-/// Recodes u in [0, n), a plain integer in every lane, into signed 4-bit digits.
+/// Recodes u in [0, n), a plain integer in every lane, into signed 4-bit digits. Branch-free and
+/// of fixed length (masks and blends only), so the constant-time signer recodes its nonces with it.
 #[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) fn recode<N: LaneModulus>(u: &Fe8<N>) -> Digits {
     let u = u.canonical();
@@ -55,7 +56,7 @@ pub(crate) fn recode<N: LaneModulus>(u: &Fe8<N>) -> Digits {
 /// The lanes' digits, their magnitudes, and the masks of negative and non-zero digits.
 #[target_feature(enable = "avx512f,avx512ifma")]
 #[inline]
-fn split(d: __m512i) -> (__m512i, Mask, Mask) {
+pub(crate) fn split(d: __m512i) -> (__m512i, Mask, Mask) {
     let zero = _mm512_setzero_si512();
     (
         _mm512_abs_epi64(d),

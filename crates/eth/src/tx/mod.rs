@@ -336,6 +336,15 @@ impl TxRequest {
     /// Signs with `key` after `policy` has filled in or checked the chain id; `from`, when present,
     /// must be the key's address.
     pub fn sign_with(&self, key: &PrivateKey, policy: &ChainPolicy) -> Result<SignedTx, EthError> {
+        Ok(sign_typed(self.typed_for(key, policy)?, key))
+    }
+
+    /// The checks of [`TxRequest::sign_with`] and the transaction it signs, unsigned.
+    pub fn typed_for(
+        &self,
+        key: &PrivateKey,
+        policy: &ChainPolicy,
+    ) -> Result<TypedTransaction, EthError> {
         if let Some(from) = self.from {
             if from != key.address() {
                 return Err(EthError::field(
@@ -346,7 +355,7 @@ impl TxRequest {
         }
         let mut request = self.clone();
         policy.apply(&mut request)?;
-        Ok(sign_typed(request.to_typed()?, key))
+        request.to_typed()
     }
 }
 
@@ -369,9 +378,38 @@ pub fn sign_typed(tx: TypedTransaction, key: &PrivateKey) -> SignedTx {
 
 /// As [`sign_typed`], with a scratch buffer reused across calls.
 pub fn sign_typed_into(tx: TypedTransaction, key: &PrivateKey, scratch: &mut Vec<u8>) -> SignedTx {
+    let signature = sign_prehash(key.secret(), &signing_hash_into(&tx, scratch));
+    seal(tx, key, signature)
+}
+
+/// Signs many transactions as [`sign_typed`] signs each (the same bytes), the signatures in one
+/// [`crate::signing::sign_prehash_batch`]: in lanes when `lanes` is true.
+pub fn sign_typed_batch(
+    txs: Vec<(TypedTransaction, &PrivateKey)>,
+    lanes: bool,
+    scratch: &mut Vec<u8>,
+) -> Vec<SignedTx> {
+    let hashes: Vec<B256> = txs
+        .iter()
+        .map(|(tx, _)| signing_hash_into(tx, scratch))
+        .collect();
+    let keys: Vec<&secp256k1::SecretKey> = txs.iter().map(|(_, key)| key.secret()).collect();
+    let signatures = crate::signing::sign_prehash_batch(&keys, &hashes, lanes);
+    txs.into_iter()
+        .zip(signatures)
+        .map(|((tx, key), signature)| seal(tx, key, signature))
+        .collect()
+}
+
+/// The hash a transaction's signature signs (keccak of its signing encoding).
+fn signing_hash_into(tx: &TypedTransaction, scratch: &mut Vec<u8>) -> B256 {
     scratch.clear();
     tx.encode_for_signing(scratch);
-    let signature = sign_prehash(key.secret(), &keccak256(&scratch[..]));
+    keccak256(&scratch[..])
+}
+
+/// The signed envelope, its raw bytes and hash.
+fn seal(tx: TypedTransaction, key: &PrivateKey, signature: Signature) -> SignedTx {
     let tx_type = type_of(&tx);
     let nonce = tx.nonce();
     let envelope: TxEnvelope = Signed::new_unhashed(tx, signature).into();

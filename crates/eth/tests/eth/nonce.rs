@@ -59,3 +59,49 @@ fn signatures_match_libsecp256k1_builtin_nonce() {
         done += 1;
     }
 }
+
+/// Batches (`sign_prehash_batch`, `sign_typed_batch`) give the bytes of one-at-a-time signing,
+/// in lanes (where the CPU has them) and without, for every batch length 0..=19 (ragged groups,
+/// groups below `LANES_FROM`).
+#[test]
+fn batches_sign_as_single_signatures_in_lanes_and_without() {
+    use chainsig_eth::bulk::{bulk_tx, BulkConfig, FillerType};
+    use chainsig_eth::tx::{sign_typed, sign_typed_batch};
+    use chainsig_eth::PrivateKey;
+    let mut rng = ChaCha20Rng::seed_from_u64(6981);
+    let keys: Vec<secp256k1::SecretKey> = (0..19)
+        .map(|_| secp256k1::SecretKey::from_byte_array(rng.gen()).unwrap())
+        .collect();
+    let hashes: Vec<B256> = (0..19)
+        .map(|_| B256::from(random_message(&mut rng)))
+        .collect();
+    let lanes_here = chainsig_cpu::lanes::available();
+    for len in 0..=keys.len() {
+        let refs: Vec<&secp256k1::SecretKey> = keys[..len].iter().collect();
+        let want: Vec<_> = refs
+            .iter()
+            .zip(&hashes)
+            .map(|(k, h)| sign_prehash(k, h))
+            .collect();
+        for lanes in [false, lanes_here] {
+            let got = chainsig_eth::signing::sign_prehash_batch(&refs, &hashes[..len], lanes);
+            assert_eq!(got, want, "{len} hashes, lanes {lanes}");
+        }
+    }
+    let wallets: Vec<PrivateKey> = (1..=3u8)
+        .map(|i| PrivateKey::from_bytes(&[i; 32]).unwrap())
+        .collect();
+    let config = BulkConfig {
+        count: 21,
+        chain_id: 5,
+        tx_type: FillerType::Eip1559,
+        threads: 1,
+        seed: 9,
+    };
+    let txs = |n: u64| (0..n).map(|k| (bulk_tx(&config, 3, k), &wallets[(k % 3) as usize]));
+    let want: Vec<_> = txs(21).map(|(tx, key)| sign_typed(tx, key)).collect();
+    for lanes in [false, lanes_here] {
+        let got = sign_typed_batch(txs(21).collect(), lanes, &mut Vec::new());
+        assert_eq!(got, want, "typed transactions, lanes {lanes}");
+    }
+}
