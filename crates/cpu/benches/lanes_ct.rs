@@ -145,28 +145,26 @@ fn random_key(rng: &mut ChaCha20Rng) -> SecretKey {
     }
 }
 
-fn test_signer(count: usize, rng: &mut ChaCha20Rng) -> f64 {
-    let fixed_key = random_key(rng);
-    let digest: [u8; 32] = rng.gen();
-    let digests = [digest; LANES];
-    // The first batch only sets the crop thresholds (dudect's pre-processing); `count` counts the
-    // measurements tested after it.
+/// The measurement loop every target shares: batches of `batch` inputs, each of a random class
+/// (0 fixed, 1 random), made by `make` before the batch is timed; `run` is timed once per input
+/// (its result folded into a sink so the call is not optimised away). The first batch only sets
+/// the crop thresholds (dudect's pre-processing); `count` counts the measurements tested after it.
+fn measure<I>(
+    count: usize,
+    batch: usize,
+    rng: &mut ChaCha20Rng,
+    mut make: impl FnMut(usize, &mut ChaCha20Rng) -> I,
+    mut run: impl FnMut(&I) -> u64,
+) -> Tests {
     let mut tests: Option<Tests> = None;
     let mut warmup = Vec::new();
     let mut sink = 0u64;
     let mut done = 0;
     while done < count {
-        let classes: Vec<usize> = (0..BATCH).map(|_| rng.gen_range(0..2)).collect();
-        let keys: Vec<[SecretKey; LANES]> = classes
-            .iter()
-            .map(|&c| core::array::from_fn(|_| if c == 0 { fixed_key } else { random_key(rng) }))
-            .collect();
-        for (class, group) in classes.iter().zip(&keys) {
-            let refs: [&SecretKey; LANES] = core::array::from_fn(|l| &group[l]);
-            let (t, out) = cycles(|| {
-                let sigs = lanes::sign_secp256k1(&refs, &digests).expect("lanes available");
-                sigs[0].serialize_compact().1[63] as u64
-            });
+        let classes: Vec<usize> = (0..batch).map(|_| rng.gen_range(0..2)).collect();
+        let inputs: Vec<I> = classes.iter().map(|&c| make(c, rng)).collect();
+        for (class, input) in classes.iter().zip(&inputs) {
+            let (t, out) = cycles(|| run(input));
             sink ^= out;
             match tests.as_mut() {
                 Some(tests) => {
@@ -175,7 +173,7 @@ fn test_signer(count: usize, rng: &mut ChaCha20Rng) -> f64 {
                 }
                 None => {
                     warmup.push(t);
-                    if warmup.len() == BATCH {
+                    if warmup.len() == batch {
                         tests = Some(Tests::new(&warmup));
                     }
                 }
@@ -183,7 +181,21 @@ fn test_signer(count: usize, rng: &mut ChaCha20Rng) -> f64 {
         }
     }
     std::hint::black_box(sink);
-    tests.expect("a first batch").report(&format!(
+    tests.expect("a first batch")
+}
+
+fn test_signer(count: usize, rng: &mut ChaCha20Rng) -> f64 {
+    let fixed_key = random_key(rng);
+    let digests = [rng.gen::<[u8; 32]>(); LANES];
+    let make = |c: usize, rng: &mut ChaCha20Rng| -> [SecretKey; LANES] {
+        core::array::from_fn(|_| if c == 0 { fixed_key } else { random_key(rng) })
+    };
+    let run = |group: &[SecretKey; LANES]| {
+        let refs: [&SecretKey; LANES] = core::array::from_fn(|l| &group[l]);
+        let sigs = lanes::sign_secp256k1(&refs, &digests).expect("lanes available");
+        sigs[0].serialize_compact().1[63] as u64
+    };
+    measure(count, BATCH, rng, make, run).report(&format!(
         "lane signer, 8 signatures per call, {count} calls"
     ))
 }
@@ -200,95 +212,48 @@ fn test_sm2(count: usize, rng: &mut ChaCha20Rng) -> f64 {
     let fixed_key = sm2_key(rng);
     let fixed_nonce: [u8; 32] = rng.gen();
     let digests = [rng.gen::<[u8; 32]>(); LANES];
-    let mut tests: Option<Tests> = None;
-    let mut warmup = Vec::new();
-    let mut sink = 0u64;
-    let mut done = 0;
-    while done < count {
-        let classes: Vec<usize> = (0..BATCH / 4).map(|_| rng.gen_range(0..2)).collect();
-        let inputs: Vec<(Vec<Sm2Key>, [[u8; 32]; LANES])> = classes
-            .iter()
-            .map(|&c| {
-                let keys = (0..LANES)
-                    .map(|_| {
-                        if c == 0 {
-                            fixed_key.clone()
-                        } else {
-                            sm2_key(rng)
-                        }
-                    })
-                    .collect();
-                let nonces = core::array::from_fn(|_| if c == 0 { fixed_nonce } else { rng.gen() });
-                (keys, nonces)
+    let make = |c: usize, rng: &mut ChaCha20Rng| -> (Vec<Sm2Key>, [[u8; 32]; LANES]) {
+        let keys = (0..LANES)
+            .map(|_| {
+                if c == 0 {
+                    fixed_key.clone()
+                } else {
+                    sm2_key(rng)
+                }
             })
             .collect();
-        for (class, (keys, nonces)) in classes.iter().zip(&inputs) {
-            let refs: Vec<&Sm2Key> = keys.iter().collect();
-            let (t, out) = cycles(|| {
-                let sigs = lanes::sign_sm2_with_nonces(&refs, &digests, nonces).expect("lanes");
-                sigs[0].map_or(0, |s| s[63] as u64)
-            });
-            sink ^= out;
-            match tests.as_mut() {
-                Some(tests) => {
-                    tests.push(*class, t);
-                    done += 1;
-                }
-                None => {
-                    warmup.push(t);
-                    if warmup.len() == BATCH / 4 {
-                        tests = Some(Tests::new(&warmup));
-                    }
-                }
-            }
-        }
-    }
-    std::hint::black_box(sink);
-    tests.expect("a first batch").report(&format!(
+        let nonces = core::array::from_fn(|_| if c == 0 { fixed_nonce } else { rng.gen() });
+        (keys, nonces)
+    };
+    let run = |(keys, nonces): &(Vec<Sm2Key>, [[u8; 32]; LANES])| {
+        let refs: Vec<&Sm2Key> = keys.iter().collect();
+        let sigs = lanes::sign_sm2_with_nonces(&refs, &digests, nonces).expect("lanes");
+        sigs[0].map_or(0, |s| s[63] as u64)
+    };
+    measure(count, BATCH / 4, rng, make, run).report(&format!(
         "SM2 lane signer, 8 signatures per call, {count} calls"
     ))
+}
+
+/// Digits of 64 comb windows for eight lanes: the fixed pattern, or fresh ones.
+fn digits_of_class(
+    fixed: &[[i64; LANES]; 64],
+) -> impl Fn(usize, &mut ChaCha20Rng) -> [[i64; LANES]; 64] + '_ {
+    move |c, rng| {
+        if c == 0 {
+            *fixed
+        } else {
+            core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)))
+        }
+    }
 }
 
 fn test_lookup(count: usize, rng: &mut ChaCha20Rng) -> f64 {
     let fixed: [[i64; LANES]; 64] =
         core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)));
-    // The first batch only sets the crop thresholds (dudect's pre-processing); `count` counts the
-    // measurements tested after it.
-    let mut tests: Option<Tests> = None;
-    let mut warmup = Vec::new();
-    let mut sink = 0u64;
-    let mut done = 0;
-    while done < count {
-        let classes: Vec<usize> = (0..BATCH).map(|_| rng.gen_range(0..2)).collect();
-        let inputs: Vec<[[i64; LANES]; 64]> = classes
-            .iter()
-            .map(|&c| {
-                if c == 0 {
-                    fixed
-                } else {
-                    core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)))
-                }
-            })
-            .collect();
-        for (class, digits) in classes.iter().zip(&inputs) {
-            let (t, out) = cycles(|| lanes::timing::comb_lookups(digits).expect("lanes available"));
-            sink ^= out;
-            match tests.as_mut() {
-                Some(tests) => {
-                    tests.push(*class, t);
-                    done += 1;
-                }
-                None => {
-                    warmup.push(t);
-                    if warmup.len() == BATCH {
-                        tests = Some(Tests::new(&warmup));
-                    }
-                }
-            }
-        }
-    }
-    std::hint::black_box(sink);
-    tests.expect("a first batch").report(&format!(
+    let run =
+        |digits: &[[i64; LANES]; 64]| lanes::timing::comb_lookups(digits).expect("lanes available");
+    measure(count, BATCH, rng, digits_of_class(&fixed), run).report(&format!(
         "comb lookups (64 windows × 8 entries), {count} calls"
     ))
 }
@@ -312,41 +277,8 @@ fn test_control(count: usize, rng: &mut ChaCha20Rng) -> f64 {
     let table: Vec<u64> = (0..64 * 8 * 10).map(|_| rng.gen()).collect();
     let fixed: [[i64; LANES]; 64] =
         core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)));
-    let mut tests: Option<Tests> = None;
-    let mut warmup = Vec::new();
-    let mut sink = 0u64;
-    let mut done = 0;
-    while done < count {
-        let classes: Vec<usize> = (0..BATCH).map(|_| rng.gen_range(0..2)).collect();
-        let inputs: Vec<[[i64; LANES]; 64]> = classes
-            .iter()
-            .map(|&c| {
-                if c == 0 {
-                    fixed
-                } else {
-                    core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)))
-                }
-            })
-            .collect();
-        for (class, digits) in classes.iter().zip(&inputs) {
-            let (t, out) = cycles(|| leaky_lookups(&table, std::hint::black_box(digits)));
-            sink ^= out;
-            match tests.as_mut() {
-                Some(tests) => {
-                    tests.push(*class, t);
-                    done += 1;
-                }
-                None => {
-                    warmup.push(t);
-                    if warmup.len() == BATCH {
-                        tests = Some(Tests::new(&warmup));
-                    }
-                }
-            }
-        }
-    }
-    std::hint::black_box(sink);
-    tests.expect("a first batch").report(&format!(
+    let run = |digits: &[[i64; LANES]; 64]| leaky_lookups(&table, std::hint::black_box(digits));
+    measure(count, BATCH, rng, digits_of_class(&fixed), run).report(&format!(
         "positive control: a variable-time lookup (must show a leak), {count} calls"
     ))
 }
