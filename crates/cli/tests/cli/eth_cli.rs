@@ -107,6 +107,58 @@ fn sign_known_answer_and_errors_one_line_each() {
     assert_eq!(dash.stdout, output.stdout);
 }
 
+/// `eth sign` on a file signs its lines in batches (groups of eight in AVX-512 IFMA lanes where the
+/// CPU has them): the answers are byte for byte those of the one-at-a-time path
+/// (`CHAINSIG_CPU_LANES=off`) and of each line signed alone, refused lines in their places.
+#[test]
+fn sign_in_batches_gives_the_bytes_of_one_at_a_time() {
+    let dir = TempDir::new("sign-batches");
+    let key = dir.file("key.hex", &format!("0x{KEY_46}\n"));
+    let mut lines = Vec::new();
+    for i in 0..45u64 {
+        lines.push(match i % 9 {
+            4 => "not json".to_string(),
+            7 => format!(r#"{{"chainId":1,"nonce":{i},"gas":21000,"gasPrice":1,"to":"0x12"}}"#),
+            k => format!(
+                r#"{{"chainId":{},"nonce":{i},"gas":{},"maxFeePerGas":"0x{:x}","maxPriorityFeePerGas":"0x1","to":"0x000000000000000000000000000000000000aaaa","value":"0x{:x}"}}"#,
+                1 + k,
+                21000 + i,
+                1000 + i * 37,
+                i * i
+            ),
+        });
+    }
+    let file = dir.file("in.jsonl", &(lines.join("\n") + "\n"));
+    let run = |lanes: &str| {
+        let out = sign_command(&key)
+            .arg(&file)
+            .env("CHAINSIG_CPU_LANES", lanes)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let batched = run("auto");
+    assert_eq!(batched, run("off"), "lanes and libsecp256k1 differ");
+    let answers = json_lines(&Output {
+        status: std::process::ExitStatus::default(),
+        stdout: batched,
+        stderr: Vec::new(),
+    });
+    assert_eq!(answers.len(), lines.len());
+    for (i, (line, answer)) in lines.iter().zip(&answers).enumerate() {
+        assert_eq!(answer["line"], i + 1);
+        let alone = json_lines(&run_with_stdin(sign_command(&key), &format!("{line}\n")));
+        assert_eq!(answer.get("raw"), alone[0].get("raw"), "line {}", i + 1);
+        assert_eq!(answer.get("error"), alone[0].get("error"), "line {}", i + 1);
+        assert_eq!(answer.get("raw").is_some(), !matches!(i % 9, 4 | 7));
+    }
+}
+
 fn alloy_keccak(bytes: &[u8]) -> String {
     let decoded = chainsig_eth::decode_raw(bytes).unwrap();
     format!("{}", decoded.hash)
