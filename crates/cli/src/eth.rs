@@ -209,7 +209,6 @@ fn sign_lines(
     input: Option<&Path>,
     fail_on_invalid: bool,
 ) -> anyhow::Result<ExitCode> {
-    let lanes = chainsig_eth::signing::lanes_for_batches();
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut failed = false;
@@ -217,43 +216,18 @@ fn sign_lines(
     for chunk in crate::input::text_chunks(crate::input::open(input)?, SIGN_CHUNK) {
         let chunk = chunk.context("reading input")?;
         // Each line's transaction, checked; the valid ones signed together, in order.
-        let typed: Vec<Result<_, chainsig_eth::EthError>> = (0..chunk.len())
+        let checked = (0..chunk.len())
             .map(|k| match chunk.line(k) {
                 Err(_) => Err(chainsig_eth::EthError::field("json", "line is not UTF-8")),
                 Ok(text) if text.trim().is_empty() => {
                     Err(chainsig_eth::EthError::field("json", "empty line"))
                 }
                 Ok(text) => TxRequest::from_json_str(text)
-                    .and_then(|request| request.typed_for(key, policy)),
+                    .and_then(|request| request.typed_for(key, policy))
+                    .map(|tx| (tx, key)),
             })
             .collect();
-        let mut outcomes: Vec<Result<chainsig_eth::SignedTx, chainsig_eth::EthError>> =
-            Vec::with_capacity(typed.len());
-        match &lanes {
-            Ok(lanes) => {
-                let mut valid = Vec::new();
-                let slots: Vec<Option<chainsig_eth::EthError>> = typed
-                    .into_iter()
-                    .map(|t| match t {
-                        Ok(tx) => {
-                            valid.push((tx, key));
-                            None
-                        }
-                        Err(e) => Some(e),
-                    })
-                    .collect();
-                let mut signed =
-                    chainsig_eth::tx::sign_typed_batch(valid, *lanes, &mut scratch).into_iter();
-                for slot in slots {
-                    outcomes.push(match slot {
-                        None => Ok(signed.next().expect("one signature per valid line")),
-                        Some(e) => Err(e),
-                    });
-                }
-            }
-            // A misconfigured CHAINSIG_CPU_LANES refuses every line, naming the variable.
-            Err(e) => outcomes.extend(typed.into_iter().map(|t| t.and(Err(e.clone())))),
-        }
+        let outcomes = chainsig_eth::tx::sign_checked(checked, &mut scratch);
         for (k, outcome) in outcomes.into_iter().enumerate() {
             let number = chunk.number(k);
             match outcome {

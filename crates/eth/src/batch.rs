@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::tx::json::{object, present};
-use crate::tx::sign_typed_batch;
+use crate::tx::sign_checked_batch;
 use crate::{EthError, SignedTx, Signer, TxRequest};
 use chainsig_cpu::lanes::LANES;
 
@@ -113,21 +113,15 @@ pub fn sign_batch(
     requests
         .par_chunks(LANES)
         .flat_map_iter(|group| {
-            let mut valid = Vec::with_capacity(group.len());
-            let slots: Vec<Result<(), EthError>> = group
+            let checked = group
                 .iter()
                 .map(|request| {
                     let request = request.as_ref().map_err(Clone::clone)?;
                     let key = signer.key_for(request.from)?;
-                    valid.push((request.typed_for(key, signer.policy())?, key));
-                    Ok(())
+                    Ok((request.typed_for(key, signer.policy())?, key))
                 })
                 .collect();
-            let mut signed =
-                sign_typed_batch(valid, lanes, &mut Vec::with_capacity(512)).into_iter();
-            slots.into_iter().map(move |slot| {
-                slot.map(|()| signed.next().expect("one signature per valid record"))
-            })
+            sign_checked_batch(checked, lanes, &mut Vec::with_capacity(512)).into_iter()
         })
         .collect()
 }

@@ -158,6 +158,20 @@ impl Signer {
         request.sign_with(self.key_for(request.from)?, &self.policy)
     }
 
+    /// Signs many transactions as [`Signer::sign_transaction`] signs each (the same bytes, each
+    /// answer in its request's place), the valid ones together: eight at a time in AVX-512 IFMA
+    /// lanes where the CPU has them (`CHAINSIG_CPU_LANES`, [`signing::lanes_for_batches`]).
+    pub fn sign_transactions(&self, requests: &[TxRequest]) -> Vec<Result<SignedTx, EthError>> {
+        let checked = requests
+            .iter()
+            .map(|request| {
+                let key = self.key_for(request.from)?;
+                Ok((request.typed_for(key, &self.policy)?, key))
+            })
+            .collect();
+        tx::sign_checked(checked, &mut Vec::with_capacity(256))
+    }
+
     /// Signs an EIP-7702 authorization with `address`'s key (chain id 0 only when unprotected
     /// signing is allowed).
     pub fn sign_authorization(

@@ -39,15 +39,47 @@ pub fn sign_transaction(
     method: &str,
     request: &TxRequest,
 ) -> Result<SignedTx, SignFailure> {
-    if let Some(from) = request.from {
-        if state.signer.key(&from).is_none() {
-            return Err(SignFailure::NoAccount(from));
-        }
-    }
+    known_account(state, request)?;
     let signed = state
         .signer
         .sign_transaction(request)
         .map_err(SignFailure::Field)?;
+    audit(state, client, method, &signed);
+    Ok(signed)
+}
+
+/// [`sign_transaction`] for many requests at once (a gRPC stream's chunk): the same checks,
+/// bytes, metrics and audit lines, each answer in its request's place; the valid ones are signed
+/// together (eight at a time in AVX-512 IFMA lanes where the CPU has them).
+pub fn sign_transactions(
+    state: &AppState,
+    client: &Client,
+    method: &str,
+    requests: &[TxRequest],
+) -> Vec<Result<SignedTx, SignFailure>> {
+    let signed = state.signer.sign_transactions(requests);
+    requests
+        .iter()
+        .zip(signed)
+        .map(|(request, signed)| {
+            known_account(state, request)?;
+            let signed = signed.map_err(SignFailure::Field)?;
+            audit(state, client, method, &signed);
+            Ok(signed)
+        })
+        .collect()
+}
+
+/// A `from` the server holds no key for is its own failure (JSON-RPC -32000), before any field.
+fn known_account(state: &AppState, request: &TxRequest) -> Result<(), SignFailure> {
+    match request.from {
+        Some(from) if state.signer.key(&from).is_none() => Err(SignFailure::NoAccount(from)),
+        _ => Ok(()),
+    }
+}
+
+/// Counts a signed transaction and writes its audit line.
+fn audit(state: &AppState, client: &Client, method: &str, signed: &SignedTx) {
     state.metrics.signature("transaction");
     tracing::info!(
         target: "audit",
@@ -57,7 +89,6 @@ pub fn sign_transaction(
         tx_hash = %signed.hash,
         "signed"
     );
-    Ok(signed)
 }
 
 /// Signs a 32-byte hash with `address`'s key, counts it under `kind` and writes the audit line

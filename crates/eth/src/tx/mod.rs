@@ -401,6 +401,42 @@ pub fn sign_typed_batch(
         .collect()
 }
 
+/// Signs the checked transactions among `items` (each with its own key) as [`sign_typed`] signs
+/// each, refused items keeping their errors in their places: the valid ones in one
+/// [`sign_typed_batch`] (in lanes where `lanes`).
+pub fn sign_checked_batch(
+    items: Vec<Result<(TypedTransaction, &PrivateKey), EthError>>,
+    lanes: bool,
+    scratch: &mut Vec<u8>,
+) -> Vec<Result<SignedTx, EthError>> {
+    let mut valid = Vec::with_capacity(items.len());
+    let slots: Vec<Result<(), EthError>> = items
+        .into_iter()
+        .map(|item| item.map(|checked| valid.push(checked)))
+        .collect();
+    let mut signed = sign_typed_batch(valid, lanes, scratch).into_iter();
+    slots
+        .into_iter()
+        .map(|slot| slot.map(|()| signed.next().expect("one signature per valid item")))
+        .collect()
+}
+
+/// [`sign_checked_batch`] in lanes as `CHAINSIG_CPU_LANES` says
+/// ([`crate::signing::lanes_for_batches`]); a misconfigured switch refuses every item that was
+/// not refused already, naming the variable.
+pub fn sign_checked(
+    items: Vec<Result<(TypedTransaction, &PrivateKey), EthError>>,
+    scratch: &mut Vec<u8>,
+) -> Vec<Result<SignedTx, EthError>> {
+    match crate::signing::lanes_for_batches() {
+        Ok(lanes) => sign_checked_batch(items, lanes, scratch),
+        Err(e) => items
+            .into_iter()
+            .map(|item| item.and(Err(e.clone())))
+            .collect(),
+    }
+}
+
 /// The hash a transaction's signature signs (keccak of its signing encoding).
 fn signing_hash_into(tx: &TypedTransaction, scratch: &mut Vec<u8>) -> B256 {
     scratch.clear();

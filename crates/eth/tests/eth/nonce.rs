@@ -105,3 +105,49 @@ fn batches_sign_as_single_signatures_in_lanes_and_without() {
         assert_eq!(got, want, "typed transactions, lanes {lanes}");
     }
 }
+
+/// `Signer::sign_transactions` answers each request as `sign_transaction` does, in its place:
+/// the same bytes for the valid ones (signed together, in lanes where the CPU has them), the same
+/// errors for unknown senders, a missing `from` with several keys and refused fields.
+#[test]
+fn a_signers_batch_answers_each_request_as_one_at_a_time() {
+    use chainsig_eth::{ChainPolicy, PrivateKey, Signer, TxRequest};
+    let mut signer = Signer::new();
+    let a = signer.add_key(PrivateKey::from_bytes(&[0x31; 32]).unwrap());
+    let b = signer.add_key(PrivateKey::from_bytes(&[0x32; 32]).unwrap());
+    signer.set_policy(ChainPolicy::for_chain(5));
+    let requests: Vec<TxRequest> = (0..40u64)
+        .map(|i| {
+            let from = match i % 10 {
+                3 => Some(alloy_primitives::Address::repeat_byte(9)),
+                6 => None,
+                k if k % 2 == 0 => Some(a),
+                _ => Some(b),
+            };
+            TxRequest {
+                from,
+                chain_id: Some(if i % 10 == 8 { 1 } else { 5 }),
+                nonce: i,
+                gas: 21000 + i,
+                max_fee_per_gas: Some(100 + i as u128),
+                max_priority_fee_per_gas: Some(1),
+                ..TxRequest::default()
+            }
+        })
+        .collect();
+    let batch = signer.sign_transactions(&requests);
+    assert_eq!(batch.len(), requests.len());
+    let mut signed = 0;
+    for (i, (request, got)) in requests.iter().zip(&batch).enumerate() {
+        match (got, signer.sign_transaction(request)) {
+            (Ok(got), Ok(want)) => {
+                assert_eq!(got, &want, "request {i}");
+                signed += 1;
+            }
+            (Err(got), Err(want)) => assert_eq!(got.to_string(), want.to_string(), "request {i}"),
+            (got, want) => panic!("request {i}: {got:?} against {want:?}"),
+        }
+    }
+    // Unknown sender, missing from, wrong chain: 3 of every 10 refused.
+    assert_eq!(signed, 28);
+}

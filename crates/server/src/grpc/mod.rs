@@ -34,7 +34,7 @@ use alloy_eips::eip7702::{Authorization, SignedAuthorization};
 use alloy_primitives::{Address, B256, U256};
 use axum::Router;
 use chainsig_cpu::pipeline::Verdict;
-use chainsig_eth::{TxRequest, TxType};
+use chainsig_eth::{SignedTx, TxRequest, TxType};
 use pb::sign_stream_response::Outcome;
 use std::pin::Pin;
 use std::sync::Arc;
