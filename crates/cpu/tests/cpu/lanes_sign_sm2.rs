@@ -141,3 +141,24 @@ fn sm2_lanes_sign_as_the_scalar_signer() {
         "{signed}: edge nonces both sign and are refused"
     );
 }
+
+/// The release-mode check: a million random (key, digest, nonce) triples, lanes against the
+/// scalar SM2 signer. Run it with
+/// `cargo test --release -p chainsig-cpu --test cpu -- lanes_sign_sm2:: --ignored --nocapture`.
+#[test]
+#[ignore = "tens of seconds in release mode; run by hand"]
+fn a_million_sm2_triples_signed_in_lanes() {
+    assert!(lanes::available(), "this CPU lacks AVX-512 IFMA");
+    let started = std::time::Instant::now();
+    let mut rng = ChaCha20Rng::seed_from_u64(0x5a2_0000);
+    let triples = random_triples(&mut rng, 1_000_000);
+    let signed = compare(&triples, 3, "million");
+    assert!(
+        signed > 999_000,
+        "{signed} of a million random nonces signed"
+    );
+    println!(
+        "{signed} SM2 signatures, lanes = the scalar signer byte for byte ({:.0?})",
+        started.elapsed()
+    );
+}
