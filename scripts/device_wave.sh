@@ -34,7 +34,8 @@ if [ -f $C/cmp/kcache.tar.xz ]; then
   log "kernel cache: $(ls $CHAINSIG_CACHE_DIR | grep -c cubin) modules carried"
 fi
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; } 2>&1 | tee -a "$L"
-(SEED_BASE=$([ $PHASE = A ] && echo 1000 || echo 2000) FUZZ_SECONDS=${FUZZ_SECONDS:-380} OUT=$R taskset -c 8-15 bash $C/fuzz/run.sh > $R/fuzz_stdout_$PHASE.txt 2>&1 &)
+# Fuzzers on the other cores, where fuzz binaries of this commit were carried.
+[ -f $C/fuzz/bins.tar.xz ] && (SEED_BASE=$([ $PHASE = A ] && echo 1000 || echo 2000) FUZZ_SECONDS=${FUZZ_SECONDS:-380} OUT=$R taskset -c 8-15 bash $C/fuzz/run.sh > $R/fuzz_stdout_$PHASE.txt 2>&1 &)
 T="taskset -c 0-7"
 if [ $PHASE = A ]; then
   log "== main job, old (ed1934f3) and new binaries interleaved, SM2/secp256k1/P-256 on cuda"
