@@ -18,10 +18,28 @@ use chainsig_cpu::{lanes, verify_item};
 use chainsig_testkit::{prepared_items, GenSpec};
 use std::time::Instant;
 
-fn rate(items: &[PreparedItem], f: impl Fn(&[PreparedItem]) -> usize) -> (f64, usize) {
-    let start = Instant::now();
-    let valid = f(items);
-    (items.len() as f64 / start.elapsed().as_secs_f64(), valid)
+/// The best rates (items/s over `n` items) of five rounds, each running `scalar` then `lanes`
+/// (interleaved, so both see the same machine); `check` gets each round's two results.
+fn best_of_five<T>(
+    n: usize,
+    scalar: impl Fn() -> T,
+    lanes: impl Fn() -> T,
+    check: impl Fn(T, T),
+) -> (f64, f64) {
+    let timed = |f: &dyn Fn() -> T| {
+        let start = Instant::now();
+        let out = std::hint::black_box(f());
+        (n as f64 / start.elapsed().as_secs_f64(), out)
+    };
+    let (mut best_scalar, mut best_lanes) = (0f64, 0f64);
+    for _ in 0..5 {
+        let (s, vs) = timed(&scalar);
+        let (l, vl) = timed(&lanes);
+        check(vs, vl);
+        best_scalar = best_scalar.max(s);
+        best_lanes = best_lanes.max(l);
+    }
+    (best_scalar, best_lanes)
 }
 
 /// `size` transactions' worth of recovery records: libsecp256k1 signatures by distinct keys, each
@@ -79,18 +97,12 @@ fn bench_recovery(size: usize, once: Option<&str>) {
         None => {}
     }
     recovered_lanes(&items[..8.min(items.len())]);
-    let (mut best_scalar, mut best_lanes) = (0f64, 0f64);
-    for _ in 0..5 {
-        let start = Instant::now();
-        let vs = recovered_scalar(&items);
-        let s = size as f64 / start.elapsed().as_secs_f64();
-        let start = Instant::now();
-        let vl = recovered_lanes(&items);
-        let l = size as f64 / start.elapsed().as_secs_f64();
-        assert_eq!((vs, vl), (size, size), "every signer recovered");
-        best_scalar = best_scalar.max(s);
-        best_lanes = best_lanes.max(l);
-    }
+    let (best_scalar, best_lanes) = best_of_five(
+        size,
+        || recovered_scalar(&items),
+        || recovered_lanes(&items),
+        |vs, vl| assert_eq!((vs, vl), (size, size), "every signer recovered"),
+    );
     println!(
         " ecrecover: lanes {best_lanes:>8.0}/s   libsecp256k1 {best_scalar:>8.0}/s   ratio {:.2}",
         best_lanes / best_scalar
@@ -142,17 +154,8 @@ fn bench_signing(size: usize) {
         lane(&pairs[..64.min(size)]),
         "same signatures"
     );
-    let (mut best_scalar, mut best_lanes) = (0f64, 0f64);
-    for _ in 0..5 {
-        let start = Instant::now();
-        std::hint::black_box(scalar(&pairs));
-        let s = size as f64 / start.elapsed().as_secs_f64();
-        let start = Instant::now();
-        std::hint::black_box(lane(&pairs));
-        let l = size as f64 / start.elapsed().as_secs_f64();
-        best_scalar = best_scalar.max(s);
-        best_lanes = best_lanes.max(l);
-    }
+    let (best_scalar, best_lanes) =
+        best_of_five(size, || scalar(&pairs), || lane(&pairs), |_, _| {});
     println!(
         "      sign: lanes {best_lanes:>8.0}/s   libsecp256k1 {best_scalar:>8.0}/s   ratio {:.2}",
         best_lanes / best_scalar
@@ -215,17 +218,8 @@ fn bench_sm2_signing(size: usize) {
             .fold(0, |a, b| a ^ b)
     };
     assert_eq!(scalar(&triples), lane(&triples), "same signatures");
-    let (mut best_scalar, mut best_lanes) = (0f64, 0f64);
-    for _ in 0..5 {
-        let start = Instant::now();
-        std::hint::black_box(scalar(&triples));
-        let s = size as f64 / start.elapsed().as_secs_f64();
-        let start = Instant::now();
-        std::hint::black_box(lane(&triples));
-        let l = size as f64 / start.elapsed().as_secs_f64();
-        best_scalar = best_scalar.max(s);
-        best_lanes = best_lanes.max(l);
-    }
+    let (best_scalar, best_lanes) =
+        best_of_five(size, || scalar(&triples), || lane(&triples), |_, _| {});
     println!(
         "  sm2 sign: lanes {best_lanes:>8.0}/s   scalar (weierstrass) {best_scalar:>8.0}/s   ratio {:.2}",
         best_lanes / best_scalar
@@ -284,14 +278,12 @@ fn main() {
         };
         // Warm up (the lanes build their table of G on first use).
         lane(&items[..8.min(items.len())]);
-        let (mut best_scalar, mut best_lanes) = (0f64, 0f64);
-        for _ in 0..5 {
-            let (s, vs) = rate(&items, scalar);
-            let (l, vl) = rate(&items, lane);
-            assert_eq!((vs, vl), (size, size), "{alg}: every signature is valid");
-            best_scalar = best_scalar.max(s);
-            best_lanes = best_lanes.max(l);
-        }
+        let (best_scalar, best_lanes) = best_of_five(
+            size,
+            || scalar(&items),
+            || lane(&items),
+            |vs, vl| assert_eq!((vs, vl), (size, size), "{alg}: every signature is valid"),
+        );
         let scalar_name = match alg {
             Algorithm::Secp256k1 => "libsecp256k1",
             _ => "scalar 4x64",
