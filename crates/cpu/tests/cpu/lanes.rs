@@ -6,6 +6,7 @@
 //! backend run on the same batches. (The cross-check and vector tests also reach the lanes,
 //! through the backend's automatic choice, against RustCrypto, ring and libsecp256k1.)
 
+use crate::support::{be, lanes_missing};
 use chainsig_core::{Algorithm, Backend, Batch, PreparedItem};
 use chainsig_cpu::lanes::{self, LaneMode};
 use chainsig_cpu::{verify_item, CpuBackend};
@@ -13,13 +14,6 @@ use chainsig_testkit::{prepared_items, GenSpec};
 use num_bigint::BigUint;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-
-fn be(v: &BigUint) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let b = v.to_bytes_be();
-    out[32 - b.len()..].copy_from_slice(&b);
-    out
-}
 
 fn n_of(alg: Algorithm) -> BigUint {
     BigUint::from_bytes_be(&alg.curve().n)
@@ -185,8 +179,7 @@ fn compare(alg: Algorithm, items: &[PreparedItem], what: &str) -> usize {
 
 #[test]
 fn lanes_agree_with_the_scalar_path() {
-    if !lanes::available() {
-        eprintln!("skipped: this CPU lacks AVX-512 IFMA");
+    if lanes_missing() {
         return;
     }
     let mut rng = ChaCha20Rng::seed_from_u64(29);
@@ -209,8 +202,7 @@ fn lanes_agree_with_the_scalar_path() {
 
 #[test]
 fn the_backend_gives_the_same_bitmap_on_both_paths() {
-    if !lanes::available() {
-        eprintln!("skipped: this CPU lacks AVX-512 IFMA");
+    if lanes_missing() {
         return;
     }
     let on = CpuBackend::new().with_lane_mode(LaneMode::On);

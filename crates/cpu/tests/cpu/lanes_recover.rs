@@ -5,6 +5,7 @@
 //! above, s at n/2 and just past it, digests 0 and ≥ n, ids 2 and 3, r whose x³ + 7 is not a
 //! square, and signatures whose key is the point at infinity (s·R = e·G).
 
+use crate::support::{be, lanes_missing, order};
 use chainsig_core::{Backend, RecoverItem, Recovered};
 use chainsig_cpu::ecdsa_secp256k1::{recover, SRule};
 use chainsig_cpu::lanes::{self, LaneMode};
@@ -15,14 +16,7 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 fn n() -> BigUint {
-    BigUint::from_bytes_be(&chainsig_core::curve::SECP256K1.n)
-}
-
-fn be(v: &BigUint) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let b = v.to_bytes_be();
-    out[32 - b.len()..].copy_from_slice(&b);
-    out
+    order(&chainsig_core::curve::SECP256K1)
 }
 
 /// k256's recovery under our rules (ids 0 and 1 only; s ≤ n/2 under `LowOnly`), the third,
@@ -208,17 +202,9 @@ fn compare(items: &[RecoverItem], first: usize, what: &str) -> usize {
         .sum()
 }
 
-fn skip() -> bool {
-    let skip = !lanes::available();
-    if skip {
-        eprintln!("skipped: this CPU lacks AVX-512 IFMA");
-    }
-    skip
-}
-
 #[test]
 fn recovery_in_lanes_agrees_on_a_hundred_thousand_random_records() {
-    if skip() {
+    if lanes_missing() {
         return;
     }
     let mut rng = ChaCha20Rng::seed_from_u64(0xec);
@@ -230,7 +216,7 @@ fn recovery_in_lanes_agrees_on_a_hundred_thousand_random_records() {
 
 #[test]
 fn recovery_in_lanes_finds_signers_and_refuses_the_adversarial() {
-    if skip() {
+    if lanes_missing() {
         return;
     }
     let mut rng = ChaCha20Rng::seed_from_u64(0x5e);
@@ -265,7 +251,7 @@ fn recovery_in_lanes_finds_signers_and_refuses_the_adversarial() {
 
 #[test]
 fn the_backend_recovers_the_same_on_both_paths() {
-    if skip() {
+    if lanes_missing() {
         return;
     }
     let on = CpuBackend::new().with_lane_mode(LaneMode::On);

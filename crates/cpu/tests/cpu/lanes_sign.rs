@@ -4,6 +4,7 @@
 //! 2²⁵⁶ − 1), in groups of every size from 1 to 8 so ragged groups are covered; and every
 //! signature recovers its signer's address through the lanes' own recovery.
 
+use crate::support::{be, lanes_missing, order};
 use chainsig_core::RecoverItem;
 use chainsig_cpu::ecdsa_secp256k1::SRule;
 use chainsig_cpu::lanes::{self, LANES};
@@ -14,14 +15,7 @@ use rayon::prelude::*;
 use secp256k1::{Message, Secp256k1, SecretKey};
 
 fn n() -> BigUint {
-    BigUint::from_bytes_be(&chainsig_core::curve::SECP256K1.n)
-}
-
-fn be(v: &BigUint) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let b = v.to_bytes_be();
-    out[32 - b.len()..].copy_from_slice(&b);
-    out
+    order(&chainsig_core::curve::SECP256K1)
 }
 
 /// Signs `pairs` in lanes (groups of sizes cycling 1..=8 from `first`) and compares every
@@ -123,17 +117,9 @@ fn edge_digests(rng: &mut ChaCha20Rng) -> Vec<[u8; 32]> {
     v
 }
 
-fn skip() -> bool {
-    let skip = !lanes::available();
-    if skip {
-        eprintln!("skipped: this CPU lacks AVX-512 IFMA");
-    }
-    skip
-}
-
 #[test]
 fn lanes_sign_a_hundred_thousand_random_pairs_as_libsecp256k1() {
-    if skip() {
+    if lanes_missing() {
         return;
     }
     let mut rng = ChaCha20Rng::seed_from_u64(0x5167);
@@ -143,7 +129,7 @@ fn lanes_sign_a_hundred_thousand_random_pairs_as_libsecp256k1() {
 
 #[test]
 fn lanes_sign_edge_keys_and_digests_as_libsecp256k1() {
-    if skip() {
+    if lanes_missing() {
         return;
     }
     let mut rng = ChaCha20Rng::seed_from_u64(0xed9e);
@@ -166,7 +152,7 @@ fn lanes_sign_edge_keys_and_digests_as_libsecp256k1() {
 
 #[test]
 fn lane_signatures_recover_their_signer_and_carry_both_parities() {
-    if skip() {
+    if lanes_missing() {
         return;
     }
     let mut rng = ChaCha20Rng::seed_from_u64(0x7ec);

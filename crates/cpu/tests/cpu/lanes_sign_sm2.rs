@@ -4,6 +4,7 @@
 //! refusal: nonces 0, n, n + 1 and 2²⁵⁶ − 1, r = 0 (e = −x₁ mod n), r + k = n (e = −k − x₁),
 //! with keys 1, 2, n − 2 and digests 0, n − 1, n, 2²⁵⁶ − 1, in groups of every size 1..8.
 
+use crate::support::{be, lanes_missing, order};
 use chainsig_cpu::lanes::{self, LANES};
 use chainsig_weierstrass::{sign_prehashed_with_nonce, SecretKey};
 use num_bigint::BigUint;
@@ -14,14 +15,7 @@ use rayon::prelude::*;
 type Triple = (SecretKey, [u8; 32], [u8; 32]);
 
 fn n() -> BigUint {
-    BigUint::from_bytes_be(&chainsig_core::curve::SM2.n)
-}
-
-fn be(v: &BigUint) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    let b = v.to_bytes_be();
-    out[32 - b.len()..].copy_from_slice(&b);
-    out
+    order(&chainsig_core::curve::SM2)
 }
 
 /// Lanes (groups of sizes cycling 1..=8 from `first`) against the scalar signer; the number of
@@ -119,8 +113,7 @@ fn random_triples(rng: &mut ChaCha20Rng, count: usize) -> Vec<Triple> {
 
 #[test]
 fn sm2_lanes_sign_as_the_scalar_signer() {
-    if !lanes::available() {
-        eprintln!("skipped: this CPU lacks AVX-512 IFMA");
+    if lanes_missing() {
         return;
     }
     let mut rng = ChaCha20Rng::seed_from_u64(0x5a2);
