@@ -198,7 +198,12 @@ impl CudaConfig {
         let mut merged = known.clone();
         merge(&mut merged, over);
         unknown_field(&merged, &known, "")?;
-        let cfg: CudaConfig = serde_json::from_value(merged).map_err(|e| e.to_string())?;
+        // A value of the wrong type: the error names the field by its path and quotes at most
+        // about 80 characters of the value (serde's message quotes it whole).
+        let cfg: CudaConfig = serde_path_to_error::deserialize(merged).map_err(|e| {
+            let reason = chainsig_core::error::shorten(&e.inner().to_string(), 100);
+            format!("{}: {reason}", e.path())
+        })?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -314,6 +319,16 @@ mod tests {
             .contains("streams"));
         assert!(base.with_overrides("[1]").is_err());
         assert!(base.with_overrides("{").unwrap_err().contains("JSON"));
+        // A value of the wrong type names its field, nested or not, and a long one is cut.
+        let e = base.with_overrides(r#"{"raw_sm2": "1"}"#).unwrap_err();
+        assert!(e.starts_with("raw_sm2: invalid type"), "{e}");
+        let e = base
+            .with_overrides(r#"{"kernel": {"max_registers": "128"}}"#)
+            .unwrap_err();
+        assert!(e.starts_with("kernel.max_registers: "), "{e}");
+        let long = format!(r#"{{"raw_sm2": "{}"}}"#, "a".repeat(10_000));
+        let e = base.with_overrides(&long).unwrap_err();
+        assert!(e.starts_with("raw_sm2: ") && e.len() < 160, "{e}");
     }
 
     #[test]
