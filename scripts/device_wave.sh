@@ -9,6 +9,7 @@
 #   .carry/node/            node-pipeline, libchainsig.so, run.sh (examples/node-pipeline)
 #   .carry/fuzz/            bins.tar.xz of the fuzz targets and scripts/fuzz_many_cores.sh as run.sh
 # Run from the repository root on the device: PHASE=A bash .carry/cmp/run.sh (this file).
+# STEPS (default: PHASE's list) names the steps, e.g. STEPS="raw gpu bench".
 # PHASE=A: the GPU layering check (old ed1934f3 vs new main job interleaved on one card; every
 #   kernel configuration on 2^20 fresh records), the C ABI and Go on the GPU, the GPU fault
 #   injection test, raw Ethereum transactions and raw SM2 records on the GPU (2^20 each, against
@@ -37,39 +38,50 @@ fi
 # Fuzzers on the other cores, where fuzz binaries of this commit were carried.
 [ -f $C/fuzz/bins.tar.xz ] && (SEED_BASE=$([ $PHASE = A ] && echo 1000 || echo 2000) FUZZ_SECONDS=${FUZZ_SECONDS:-380} OUT=$R taskset -c 8-15 bash $C/fuzz/run.sh > $R/fuzz_stdout_$PHASE.txt 2>&1 &)
 T="taskset -c 0-7"
-if [ $PHASE = A ]; then
+# STEPS picks what runs, in order (each bounded by its own timeout so one call stays inside the
+# device tool's ten minutes); the default is PHASE's list.
+case $PHASE in A) DEF="bench dc gpu fault ethtx raw";; *) DEF="up_sm2 up_secp256k1 node dce";; esac
+for step in ${STEPS:-$DEF}; do case $step in
+bench)
   log "== main job, old (ed1934f3) and new binaries interleaved, SM2/secp256k1/P-256 on cuda"
-  for run in old new old new; do
+  for run in ${BENCH_RUNS:-old new old new}; do
     log "-- $run $(date -u +%T)"
     timeout ${BENCH_T:-150} $T $B/chainsig-$run bench --backend cuda --sizes 4096,172032,1048576 --repeats 5 \
        --json $R/bench_${run}_$(date +%s).json 2>&1 | tail -14 | tee -a "$L"
-  done
+  done;;
+dc)
   log "== device_check --quick --count 1048576 (every kernel configuration) $(date -u +%T)"
   mkdir -p $R/dc; OUT=$R/dc timeout ${DC_T:-150} $T $B/device_check --quick --count 1048576 > $R/dc/stdout.txt 2>&1
-  log "rc=$?"; tail -40 $R/dc/stdout.txt | tee -a "$L"
+  log "rc=$?"; tail -40 $R/dc/stdout.txt | tee -a "$L";;
+gpu)
   log "== C ABI and Go on the GPU $(date -u +%T)"
-  (cd $C/gpu && OUT=$R timeout ${GPU_T:-200} $T bash run.sh 2>&1 | tail -50 | tee -a "$L")
+  (cd $C/gpu && OUT=$R timeout ${GPU_T:-200} $T bash run.sh 2>&1 | tail -50 | tee -a "$L");;
+fault)
   log "== GPU fault injection $(date -u +%T)"
   CHAINSIG_REQUIRE_GPU=1 timeout 90 $T $B/gpu-fault --test-threads 1 > $R/gpu_fault.txt 2>&1; log "rc=$?"
-  tail -30 $R/gpu_fault.txt | tee -a "$L"
+  tail -30 $R/gpu_fault.txt | tee -a "$L";;
+ethtx)
   log "== raw Ethereum transactions on the GPU, 2^20 $(date -u +%T)"
-  CHAINSIG_ETHTX_RECORDS=1048576 timeout 100 $T $B/cuda-test gpu_ethtx --nocapture --test-threads 1 > $R/gpu_ethtx.txt 2>&1; log "rc=$?"
-  tail -30 $R/gpu_ethtx.txt | tee -a "$L"
+  CHAINSIG_ETHTX_RECORDS=1048576 timeout ${ETHTX_T:-100} $T $B/cuda-test gpu_ethtx --nocapture --test-threads 1 > $R/gpu_ethtx.txt 2>&1; log "rc=$?"
+  tail -30 $R/gpu_ethtx.txt | tee -a "$L";;
+raw)
   log "== SM2 from the node's bytes (raw path) against the CPU and today's path, 2^20 $(date -u +%T)"
-  CHAINSIG_RAW_RECORDS=1048576 timeout 150 $T $B/cuda-test gpu_raw:: --nocapture --test-threads 1 > $R/gpu_raw.txt 2>&1; log "rc=$?"
-  tail -30 $R/gpu_raw.txt | tee -a "$L"
-else
-  for set in sm2 secp256k1; do
-    log "== user path $set $(date -u +%T)"
-    CHAINSIG=$B/chainsig-new N=${UP_N:-1000000} REPEATS=2 OUT=$R/up timeout 150 bash scripts/gpu_user_path.sh $set > $R/up_$set.txt 2>&1; log "rc=$?"
-    tail -40 $R/up_$set.txt | tee -a "$L"
-  done
+  CHAINSIG_RAW_RECORDS=1048576 timeout ${RAW_T:-150} $T $B/cuda-test gpu_raw:: --nocapture --test-threads 1 > $R/gpu_raw.txt 2>&1; log "rc=$?"
+  tail -30 $R/gpu_raw.txt | tee -a "$L";;
+up_*)
+  set=${step#up_}
+  log "== user path $set $(date -u +%T)"
+  CHAINSIG=$B/chainsig-new N=${UP_N:-1000000} REPEATS=2 OUT=$R/up timeout ${UP_T:-150} bash scripts/gpu_user_path.sh $set > $R/up_$set.txt 2>&1; log "rc=$?"
+  tail -40 $R/up_$set.txt | tee -a "$L";;
+node)
   log "== node pipeline (cores 0-7) $(date -u +%T)"
-  (cd $C/node && OUT=$R timeout 120 $T bash run.sh 2>&1 | tail -40 | tee -a "$L")
+  (cd $C/node && OUT=$R timeout ${NODE_T:-120} $T bash run.sh 2>&1 | tail -40 | tee -a "$L");;
+dce)
   log "== device_check --ecdsa $(date -u +%T)"
   mkdir -p $R/dce; OUT=$R/dce timeout ${DC_T:-100} $T $B/device_check --ecdsa --count ${ECDSA_N:-262144} > $R/dce/stdout.txt 2>&1
-  log "rc=$?"; tail -40 $R/dce/stdout.txt | tee -a "$L"
-fi
+  log "rc=$?"; tail -40 $R/dce/stdout.txt | tee -a "$L";;
+*) log "unknown step $step";;
+esac; done
 log "== fuzz (waiting) $(date -u +%T)"
 while pgrep -f 'corpus-out' >/dev/null; do sleep 5; done
 cat $R/fuzz_summary.tsv 2>/dev/null | tee -a "$L"; mv $R/fuzz_summary.tsv $R/fuzz_summary_$PHASE.tsv 2>/dev/null; mv $R/fuzz_logs.tgz $R/fuzz_logs_$PHASE.tgz 2>/dev/null
