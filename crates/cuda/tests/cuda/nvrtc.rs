@@ -268,22 +268,17 @@ fn inline_asm_reads_its_inputs_before_writing() {
     if !chainsig_gpu::nvrtc_or_skip() {
         return;
     }
-    // The default kernel (even/odd products) and the row-chain ablation, as PTX.
+    // The default kernel (even/odd products) and the row-chain ablation, as PTX, compiled side by
+    // side and kept in the kernel cache under their source and options (a minute of NVRTC each
+    // on the 2-core CI machine, for a scan that takes milliseconds).
     let src = kernels::source(&chainsig_core::curve::SM2, &[KernelConfig::default_fast()])
         .expect("kernel source");
-    for extra in [None, Some("-DCS_ROW_CHAINS=1")] {
-        let opts = chainsig_gpu::cudarc::nvrtc::CompileOptions {
-            arch: Some("compute_90"),
-            options: ["--std=c++17"]
-                .into_iter()
-                .chain(extra)
-                .map(String::from)
-                .collect(),
-            ..Default::default()
-        };
-        let ptx = chainsig_gpu::cudarc::nvrtc::compile_ptx_with_opts(&src, opts)
-            .expect("NVRTC PTX compile")
-            .to_src();
+    use rayon::prelude::*;
+    let compiled: Vec<_> = [None, Some("-DCS_ROW_CHAINS=1")]
+        .into_par_iter()
+        .map(|extra| (extra, ptx_cached(&src, extra)))
+        .collect();
+    for (extra, ptx) in compiled {
         assert!(ptx.contains("begin inline asm"), "no inline asm in the PTX");
         let hazards = asm_write_before_read(&ptx);
         assert!(
@@ -292,4 +287,37 @@ fn inline_asm_reads_its_inputs_before_writing() {
             &hazards[..hazards.len().min(3)]
         );
     }
+}
+
+/// The PTX of `src` for compute_90 with `extra` among the options, from the kernel cache
+/// (`chainsig_gpu::cache`, keyed by source and options) when it is there, else compiled and kept.
+fn ptx_cached(src: &str, extra: Option<&str>) -> String {
+    let options: Vec<String> = ["--std=c++17"]
+        .into_iter()
+        .chain(extra)
+        .map(String::from)
+        .collect();
+    let path = chainsig_gpu::cache::cache_dir().map(|dir| {
+        dir.join(format!(
+            "{}.ptx",
+            chainsig_gpu::cache::cache_key(src, &options, "compute_90")
+        ))
+    });
+    if let Some(ptx) = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
+        return ptx;
+    }
+    let opts = chainsig_gpu::cudarc::nvrtc::CompileOptions {
+        arch: Some("compute_90"),
+        options,
+        ..Default::default()
+    };
+    let ptx = chainsig_gpu::cudarc::nvrtc::compile_ptx_with_opts(src, opts)
+        .expect("NVRTC PTX compile")
+        .to_src();
+    if let Some(path) = path {
+        // The cache only saves time: a failed write is not an error.
+        let _ = std::fs::create_dir_all(path.parent().expect("a file in the cache folder"))
+            .and_then(|()| std::fs::write(&path, &ptx));
+    }
+    ptx
 }
