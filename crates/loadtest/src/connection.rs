@@ -65,6 +65,18 @@ impl Target {
         })
     }
 
+    /// A GET of `path` on the same server (the service's `/metrics`).
+    pub(crate) fn get(&self, path: &str) -> anyhow::Result<hyper::Request<Full<Bytes>>> {
+        let mut request = hyper::Request::new(Full::new(Bytes::new()));
+        *request.uri_mut() = path.parse().with_context(|| format!("{path}: path"))?;
+        let headers = request.headers_mut();
+        headers.insert(HOST, self.host.clone());
+        if let Some(authorization) = &self.authorization {
+            headers.insert(AUTHORIZATION, authorization.clone());
+        }
+        Ok(request)
+    }
+
     /// A JSON POST of `body`.
     pub(crate) fn request(&self, body: String) -> hyper::Request<Full<Bytes>> {
         let mut request = hyper::Request::new(Full::new(Bytes::from(body)));

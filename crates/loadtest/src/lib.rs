@@ -27,6 +27,7 @@ mod grpc;
 mod http;
 pub mod report;
 mod server;
+pub mod server_side;
 mod work;
 
 pub use args::{loopback_url, LoadtestArgs, Scenario};
@@ -75,15 +76,23 @@ pub fn run(args: LoadtestArgs, registry: impl FnOnce() -> Registry) -> anyhow::R
     })
 }
 
-/// Runs `plan` against `url` over the scenario's transport.
+/// Runs `plan` against `url` over the scenario's transport, with the service's own latency for
+/// the scenario's method read from its `/metrics` before and after ([`server_side`]).
 async fn drive(
     plan: &args::Plan,
     url: url::Url,
     token: Option<Zeroizing<String>>,
     in_process: bool,
 ) -> anyhow::Result<Report> {
-    match plan.scenario {
+    let metrics = connection::Target::new(&url, token.as_deref().map(String::as_str))?;
+    let method = server_side::method_label(plan.scenario);
+    let before = server_side::snapshot(&metrics, method).await;
+    let mut report = match plan.scenario {
         Scenario::GrpcSign => grpc::drive(plan, url, token, in_process).await,
         Scenario::Sign | Scenario::Verify => http::drive(plan, url, token, in_process).await,
+    }?;
+    if let Some(after) = server_side::snapshot(&metrics, method).await {
+        report.server_latency = server_side::between(method, before.as_deref(), &after);
     }
+    Ok(report)
 }

@@ -41,6 +41,9 @@ pub struct Report {
     /// Records (signatures made or checked) per second in correct answers.
     pub records_per_s: f64,
     pub latency_us: LatencyUs,
+    /// The service's own latency for the scenario's method over the run, from its `/metrics`
+    /// ([`crate::server_side`]); absent when the server does not serve them.
+    pub server_latency: Option<crate::server_side::ServerLatency>,
     /// The first wrong or lost answer, described (never a token).
     pub first_problem: Option<String>,
     /// Seconds since the Unix epoch at the start of the run.
@@ -128,6 +131,7 @@ pub(crate) fn finish(
             max: latencies.max(),
             mean: latencies.mean(),
         },
+        server_latency: None,
         first_problem: total.first_problem.map(|(_, m)| m),
         started_unix,
     })
@@ -171,6 +175,20 @@ pub(crate) fn print_report(r: &Report) {
         ms(r.latency_us.p999),
         ms(r.latency_us.max)
     );
+    if let Some(server) = &r.server_latency {
+        let bound = |us: Option<f64>| {
+            us.map_or("above the largest bucket".to_string(), |us| {
+                format!("≤ {us:.0} µs")
+            })
+        };
+        println!(
+            "  in the service ({}, {} answers): p50 {}  p99 {}",
+            server.method,
+            server.count,
+            bound(server.p50_at_most_us),
+            bound(server.p99_at_most_us)
+        );
+    }
     if let Some(problem) = &r.first_problem {
         println!("  first problem: {problem}");
     }
