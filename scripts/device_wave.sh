@@ -9,7 +9,8 @@
 #   .carry/node/            node-pipeline, libchainsig.so, run.sh (examples/node-pipeline)
 #   .carry/fuzz/            bins.tar.xz of the fuzz targets and scripts/fuzz_many_cores.sh as run.sh
 # Run from the repository root on the device: PHASE=A bash .carry/cmp/run.sh (this file).
-# STEPS (default: PHASE's list) names the steps, e.g. STEPS="raw gpu bench".
+# STEPS (default: PHASE's list) names the steps, e.g. STEPS="raw gpu bench"; BENCH_ALG limits the
+# main job to some algorithms (e.g. secp256k1,p256).
 # PHASE=A: the GPU layering check (old ed1934f3 vs new main job interleaved on one card; every
 #   kernel configuration on 2^20 fresh records), the C ABI and Go on the GPU, the GPU fault
 #   injection test, raw Ethereum transactions and raw SM2 records on the GPU (2^20 each, against
@@ -46,7 +47,7 @@ bench)
   log "== main job, old (ed1934f3) and new binaries interleaved, SM2/secp256k1/P-256 on cuda"
   for run in ${BENCH_RUNS:-old new old new}; do
     log "-- $run $(date -u +%T)"
-    timeout ${BENCH_T:-150} $T $B/chainsig-$run bench --backend cuda --sizes 4096,172032,1048576 --repeats 5 \
+    timeout ${BENCH_T:-150} $T $B/chainsig-$run bench --backend cuda ${BENCH_ALG:+--alg $BENCH_ALG} --sizes 4096,172032,1048576 --repeats 5 \
        --json $R/bench_${run}_$(date +%s).json 2>&1 | tail -14 | tee -a "$L"
   done;;
 dc)
