@@ -136,16 +136,49 @@ pub fn compile_cached(src: &str, arch: &str) -> Result<Compiled, String> {
 }
 
 /// As [`compile_cached`] with explicit options.
+///
+/// Each module is compiled at most once per process: a second device of the same architecture
+/// (several GPUs, or several logical shards of one) takes it from memory, and one that asks while
+/// another thread compiles it waits for that compilation rather than running NVRTC again (a
+/// minute or more for an ECDSA module). This also holds where the disk cache cannot be written.
+/// A failed compilation is not remembered.
 pub fn compile_cached_with(src: &str, arch: &str, opts: Vec<String>) -> Result<Compiled, String> {
     let key = cache::cache_key(src, &opts, arch);
-    if let Some((cubin, log)) = cache::load(&key) {
+    let slot = in_memory(&key);
+    let mut slot = slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(done) = slot.as_ref() {
         return Ok(Compiled {
+            from_cache: true,
+            ..done.clone()
+        });
+    }
+    let compiled = match cache::load(&key) {
+        Some((cubin, log)) => Compiled {
             cubin,
             log,
             from_cache: true,
-        });
-    }
-    let compiled = compile_uncached(src, &opts)?;
-    cache::store(&key, &compiled.cubin, &compiled.log);
+        },
+        None => {
+            let compiled = compile_uncached(src, &opts)?;
+            cache::store(&key, &compiled.cubin, &compiled.log);
+            compiled
+        }
+    };
+    *slot = Some(compiled.clone());
     Ok(compiled)
+}
+
+/// The module of `key` compiled or loaded by this process, behind a lock of its own (held while
+/// it is being compiled, so that other threads asking for the same module wait for it).
+fn in_memory(key: &str) -> std::sync::Arc<std::sync::Mutex<Option<Compiled>>> {
+    type Slots =
+        std::collections::HashMap<String, std::sync::Arc<std::sync::Mutex<Option<Compiled>>>>;
+    static MODULES: std::sync::OnceLock<std::sync::Mutex<Slots>> = std::sync::OnceLock::new();
+    let mut modules = MODULES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    modules.entry(key.to_string()).or_default().clone()
 }

@@ -132,13 +132,27 @@ impl Work<'_> {
     }
 }
 
+/// The buffers are freed (as the fields drop, after this) in the engine's own context, whichever
+/// thread drops it: with several devices that thread's current context may be another's.
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+    }
+}
+
 // SAFETY: the raw pointers in Engine's buffers are only touched while the Mutex is held.
 unsafe impl Send for Engine {}
 
 impl Engine {
-    pub(crate) fn open(cfg: CudaConfig) -> Result<(Engine, Vec<Resources>, bool), BackendError> {
+    /// Opens device `ordinal` (of those the driver shows) with `cfg`'s kernels; the modules of an
+    /// architecture already loaded by this process come from memory (chainsig-gpu's compile
+    /// cache), so a second engine of the same card model compiles nothing.
+    pub(crate) fn open(
+        cfg: CudaConfig,
+        ordinal: usize,
+    ) -> Result<(Engine, Vec<Resources>, bool), BackendError> {
         cfg.validate().map_err(unavailable)?;
-        let chainsig_gpu::Opened { ctx, arch, .. } = chainsig_gpu::open(cfg.device)?;
+        let chainsig_gpu::Opened { ctx, arch, .. } = chainsig_gpu::open(ordinal)?;
         let sms = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| device_err("multiprocessor count", e))? as u32;
@@ -219,6 +233,21 @@ impl Engine {
         };
         engine.check_field_arithmetic()?;
         Ok((engine, res, from_cache))
+    }
+
+    /// Makes the engine's context the calling thread's, as every entry does first: a batch's
+    /// parts run on threads of their own, and buffers are allocated in the current context.
+    pub(crate) fn bind(&self) -> Result<(), BackendError> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| device_err("bind context", e).into())
+    }
+
+    /// The device's name as the driver gives it ("NVIDIA H100 80GB HBM3").
+    pub(crate) fn device_name(&self) -> String {
+        self.ctx
+            .name()
+            .unwrap_or_else(|e| format!("unnamed ({e:?})"))
     }
 
     fn chunk_len(&self, len: usize) -> usize {
