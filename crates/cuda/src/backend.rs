@@ -257,7 +257,7 @@ impl CudaBackend {
 /// signers (when loaded) and default kernel, ECDSA through the curve's kernels.
 fn verify_any(shards: &Shards<Device>, batch: &Batch) -> Result<Bitmap, BackendError> {
     shards.run(batch.len(), |d, r| {
-        d.engine("verify")?.verify_any(&part(batch, r))
+        d.engine("verify")?.verify_part(batch, r)
     })
 }
 

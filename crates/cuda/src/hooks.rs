@@ -83,7 +83,7 @@ impl CudaBackend {
         let t = Instant::now();
         let map = match batch.alg() {
             Algorithm::Sm2 => e.verify(batch)?,
-            _ => e.verify_ecdsa(batch)?,
+            _ => e.verify_ecdsa(batch, 0..batch.len())?,
         };
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }
