@@ -3,7 +3,8 @@
 //! engine (`engine`) per configured device or logical shard, and every entry point shares its
 //! batch among them through [`crate::shards`]: split in proportion to each device's measured
 //! rate, parts run side by side, a failed part redone on the other devices, answers merged in
-//! order. With one device a batch goes whole to its engine, uncopied. With the `bench` feature,
+//! order. With one device a batch goes whole to its engine, uncopied; with several, a prepared
+//! batch's parts are staged straight from it, other kinds' parts copied. With the `bench` feature,
 //! the timing and test hooks the benchmarks and device checks use (chainsig-bench) are public
 //! here too; they run on the first device.
 
