@@ -91,6 +91,19 @@ fn set(alg: Algorithm, n: usize, seed: u64) -> Set {
     }
 }
 
+/// The SM2 and secp256k1 sets of [`records`] records, made once for both tests (making and
+/// checking 2^20 fresh records takes most of a test's time).
+fn sets() -> &'static [Set; 2] {
+    static SETS: std::sync::OnceLock<[Set; 2]> = std::sync::OnceLock::new();
+    SETS.get_or_init(|| {
+        let n = records();
+        [
+            set(Algorithm::Sm2, n, 0x5a4d_0001),
+            set(Algorithm::Secp256k1, n, 0x5a4d_0002),
+        ]
+    })
+}
+
 fn same(got: &Bitmap, want: &Bitmap, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: verdict count");
     if got != want {
@@ -119,10 +132,7 @@ fn report(gpu: &CudaBackend, what: &str) {
 fn gpu_shards_give_the_cpu_verdicts_on_one_two_and_three_shards() {
     let Some(first) = open(&[0]) else { return };
     let n = records();
-    let sets = [
-        set(Algorithm::Sm2, n, 0x5a4d_0001),
-        set(Algorithm::Secp256k1, n, 0x5a4d_0002),
-    ];
+    let sets = sets();
     let small = (n / 8).max(1);
     let recover_items = testdata::recovery_items(&sets[1].records[..small]);
     let cpu_keys = CpuBackend::new()
@@ -139,7 +149,7 @@ fn gpu_shards_give_the_cpu_verdicts_on_one_two_and_three_shards() {
             .expect("opened before");
         assert_eq!(gpu.devices().len(), shards);
         let what = format!("{shards} shard(s)");
-        for s in &sets {
+        for s in sets {
             for run in 0..3 {
                 let t = Instant::now();
                 let got = gpu.verify_batch(&s.batch).expect("verify on the GPU");
@@ -192,11 +202,7 @@ fn gpu_shards_redo_a_failed_part_on_the_other_shard() {
     use chainsig_core::backend::BackendError;
     use chainsig_gpu::fault::{arm, Plan};
     let Some(two) = open(&[0, 0]) else { return };
-    let n = records();
-    let sets = [
-        set(Algorithm::Sm2, n, 0x5a4d_0011),
-        set(Algorithm::Secp256k1, n, 0x5a4d_0012),
-    ];
+    let sets = sets();
     for (s, plan) in sets.iter().zip(["launch:2", "copy:3"]) {
         // Warm-up: the modules load and check themselves outside the counted calls.
         same(
