@@ -291,8 +291,9 @@ impl Engine {
 
     /// Records `range` of a batch the backend takes ([`crate::backend::check_batch`]): SM2
     /// through the known signers' tables or the default kernel, ECDSA through the curve's
-    /// kernels; verdict i for record `range.start + i`. Staged straight from the batch (SM2 of unknown signers, ECDSA), or, with known signers
-    /// loaded, split by signer from a copy of the range (the split copies the others anyway).
+    /// kernels; verdict i for record `range.start + i`. Staged straight from the batch (SM2 of
+    /// unknown signers, ECDSA), or, with known signers loaded, split by signer from a copy of
+    /// the range (the split copies the others anyway).
     pub(crate) fn verify_part(
         &mut self,
         batch: &Batch,
