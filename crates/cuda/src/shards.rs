@@ -15,6 +15,9 @@
 //!   fixed latency.
 //! - Parts start and end at multiples of [`ALIGN`] records, so that each part's verdicts are
 //!   whole words of the batch's bitmap and merging is a copy of words.
+//! - A device that fails its parts again and again gets half the share for each failure in a
+//!   row (its parts still redone by the others), so a lost card soon costs little and one that
+//!   failed once is back to its rate after its next success.
 //! - Only errors that another device may not repeat are redone elsewhere: a device error or an
 //!   unavailable module. An error in the request itself (`Input`, `Unsupported`) is returned at
 //!   once, since every device would give it.
@@ -58,6 +61,8 @@ pub struct ShardStats {
     pub failures: u64,
     /// Records of other devices' failed parts that this device answered.
     pub redone: u64,
+    /// Parts failed in a row, since this device's last success: each halves its share.
+    pub failing: u32,
 }
 
 /// An answer that can be put together from the answers of consecutive parts, in order.
@@ -358,6 +363,7 @@ impl<D: Sync> Shards<D> {
         let n = part.range.len();
         match &answer {
             Ok(_) => {
+                stats.failing = 0;
                 stats.records += n as u64;
                 stats.seconds += seconds;
                 if part.redo {
@@ -371,22 +377,31 @@ impl<D: Sync> Shards<D> {
                     });
                 }
             }
-            Err(_) => stats.failures += 1,
+            Err(_) => {
+                stats.failures += 1;
+                stats.failing += 1;
+            }
         }
         answer
     }
 
     /// Each device's weight in a split among `among`: its rate, or the mean of the others' rates
-    /// where it has none yet (1 where none has one: an equal split).
+    /// where it has none yet (1 where none has one: an equal split), halved for each part it
+    /// has failed in a row. A card that keeps failing gets ever smaller parts (each still
+    /// redone by the others) until its share rounds to nothing; one that failed once is back to
+    /// its rate after its next success.
     fn weights(&self, among: &[usize]) -> Vec<f64> {
-        let rates: Vec<Option<f64>> = among.iter().map(|&d| self.stat(d).rate).collect();
-        let known: Vec<f64> = rates.iter().flatten().copied().collect();
+        let stats: Vec<ShardStats> = among.iter().map(|&d| self.stat(d)).collect();
+        let known: Vec<f64> = stats.iter().filter_map(|s| s.rate).collect();
         let fill = if known.is_empty() {
             1.0
         } else {
             known.iter().sum::<f64>() / known.len() as f64
         };
-        rates.into_iter().map(|r| r.unwrap_or(fill)).collect()
+        stats
+            .iter()
+            .map(|s| s.rate.unwrap_or(fill) * 0.5f64.powi(s.failing.min(64) as i32))
+            .collect()
     }
 
     /// `range` cut among the devices `among` in proportion to their weights, at multiples of

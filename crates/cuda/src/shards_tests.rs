@@ -25,6 +25,8 @@ enum Fail {
     Device,
     /// The request refused (every device would refuse it).
     Input,
+    /// A device error on the first n parts, then answers.
+    First(usize),
 }
 
 /// A device that answers by the rule, sleeping `nanos_per_record` a record.
@@ -44,9 +46,15 @@ impl Fake {
     }
 
     fn verify(&self, r: Range<usize>) -> Result<Bitmap, BackendError> {
-        self.calls.lock().unwrap().push(r.clone());
+        let call = {
+            let mut calls = self.calls.lock().unwrap();
+            calls.push(r.clone());
+            calls.len()
+        };
         match self.fail {
             Fail::Never => {}
+            Fail::First(n) if call > n => {}
+            Fail::First(_) => return Err(chainsig_gpu::device_err("copy in", "lost").into()),
             Fail::Device => return Err(chainsig_gpu::device_err("kernel launch", "lost").into()),
             Fail::Input => {
                 return Err(BackendError::Input {
@@ -181,6 +189,35 @@ fn a_failing_devices_part_is_redone_on_the_others() {
     // The next batch still tries the device (a fault may pass) and still loses nothing.
     assert_eq!(verify(&s, 5000).unwrap(), reference(5000));
     assert_eq!(s.stats()[1].failures, 2);
+}
+
+#[test]
+fn a_device_that_keeps_failing_gets_ever_smaller_parts_and_one_success_restores_it() {
+    let s = shards(
+        vec![Fake::new(0, Fail::Never), Fake::new(0, Fail::Device)],
+        0,
+    );
+    for _ in 0..4 {
+        assert_eq!(verify(&s, 4096).unwrap(), reference(4096));
+    }
+    let sizes: Vec<usize> = s.devices()[1].calls().iter().map(|r| r.len()).collect();
+    assert_eq!(
+        sizes,
+        [2048, 1344, 832, 448],
+        "halved weight for each failure in a row"
+    );
+    assert_eq!((s.stats()[1].failing, s.stats()[0].failing), (4, 0));
+    // Failing twice, then answering: its third part succeeds and the fourth is a full share.
+    let s = shards(
+        vec![Fake::new(0, Fail::Never), Fake::new(0, Fail::First(2))],
+        0,
+    );
+    for _ in 0..4 {
+        assert_eq!(verify(&s, 4096).unwrap(), reference(4096));
+    }
+    let sizes: Vec<usize> = s.devices()[1].calls().iter().map(|r| r.len()).collect();
+    assert_eq!(sizes, [2048, 1344, 832, 2048]);
+    assert_eq!((s.stats()[1].failing, s.stats()[1].failures), (0, 2));
 }
 
 #[test]
