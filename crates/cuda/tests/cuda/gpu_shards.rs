@@ -3,7 +3,8 @@
 //! every record, the CPU backend's verdict: fresh SM2 and secp256k1 records (a key each, a tenth
 //! corrupted), 2^20 of each by default (`CHAINSIG_SHARD_RECORDS` sets the count), through
 //! `verify_batch` (three runs: the first split equal, the later ones by measured rates), a ragged
-//! length, `submit`, `recover_batch` and `verify_messages`; every shard must have done a part.
+//! length, `submit`, `recover_batch`, `verify_messages` and known signers' tables loaded on every
+//! shard; every shard must have done a part.
 //! Built with the `fault-injection` feature, a launch and a copy failed in the middle of a batch
 //! on two shards are redone on the other shard with nothing lost, and on one shard they are the
 //! device error the registry answers on the CPU.
@@ -141,6 +142,19 @@ fn gpu_shards_give_the_cpu_verdicts_on_one_two_and_three_shards() {
     let (msg_records, msg_want) = testdata::generate_messages(small, small, 100, 0x5a4d_0003);
     let messages = testdata::message_batch(&msg_records, chainsig_core::hash::sm2_z_a);
     let msg_want = Bitmap::from_bools(msg_want);
+    // Eight known signers (their keys taken from their valid records), and records of theirs
+    // mixed with others' (the corrupted ones include other keys).
+    let (known_records, _) = testdata::generate(small, 8, 100, 0x5a4d_0004);
+    let known_batch = testdata::batch(&known_records);
+    let known_want = CpuBackend::new().verify_batch(&known_batch).expect("CPU");
+    let mut keys: Vec<chainsig_cuda::signers::SignerKey> = (0..small)
+        .filter(|&i| known_want.get(i))
+        .map(|i| (known_records[i].px, known_records[i].py))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert!(keys.len() >= 8, "{} known signers found", keys.len());
+    let tables = chainsig_cuda::signers::SignerTables::build(&keys).expect("signer tables");
     let mut first = Some(first);
     for shards in [1, 2, 3] {
         let gpu = first
@@ -185,6 +199,11 @@ fn gpu_shards_give_the_cpu_verdicts_on_one_two_and_three_shards() {
         }
         let got = Backend::verify_messages(&gpu, &messages).expect("messages on the GPU");
         same(&got, &msg_want, &format!("{what}, messages"));
+        gpu.load_signers(&tables).expect("tables on every shard");
+        let got = gpu
+            .verify_batch(&known_batch)
+            .expect("known signers on the GPU");
+        same(&got, &known_want, &format!("{what}, known signers"));
         report(&gpu, &what);
         for (k, d) in gpu.devices().iter().enumerate() {
             assert!(d.stats.records > 0, "{what}: engine {k} did no part");
