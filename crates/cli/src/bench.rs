@@ -1,7 +1,10 @@
 //! `chainsig bench`: the main job. Generates signed batches for every algorithm (fresh keys,
 //! distinct signatures, 10% corrupted), prepares them, and times verification on the best backend
 //! present from prepared records in host memory to the verdict bitmap in host memory.
-//! Each size is run once to warm up, then `--repeats` times; the median is reported.
+//! Each size is run once to warm up, then `--repeats` times; the median is reported. When the GPU
+//! backend has several engines (every visible GPU, or `CHAINSIG_CUDA_CONFIG='{"devices":[0,1]}'`),
+//! each row is followed by every engine's records and rate over the timed runs (`devices` in the
+//! JSON), beside the row's total.
 //! `--signers N` signs the records with a fixed set of N keys instead, as a permissioned chain's
 //! endorsers and clients do, and loads those keys into the GPU backend as known signers.
 //! `--kem ctru` benchmarks the CTRU-Prime KEM instead (see `bench_kem`); `--from-file FILE` the
@@ -98,6 +101,63 @@ struct Row {
     median_seconds: f64,
     throughput_per_second: f64,
     latency_ms: f64,
+    /// With several GPU engines (devices, or logical shards of one): each one's share of the
+    /// timed runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    devices: Vec<DeviceRow>,
+}
+
+/// One GPU engine's part of a row's timed runs: the records it verified and its rate over its
+/// own wall time (the sum of the engines' rates exceeds the row's when they wait for each other).
+#[derive(Serialize)]
+struct DeviceRow {
+    engine: usize,
+    ordinal: usize,
+    name: String,
+    records: u64,
+    seconds: f64,
+    rate_per_second: f64,
+    /// Records of another engine's failed part that this one verified.
+    redone: u64,
+    failed_parts: u64,
+}
+
+/// The GPU engines' records so far, when this process opened more than one.
+fn engine_stats() -> Vec<chainsig_cuda::DeviceInfo> {
+    backends::started_cuda()
+        .map(|cuda| cuda.devices())
+        .filter(|d| d.len() > 1)
+        .unwrap_or_default()
+}
+
+/// Each engine's part between two snapshots of [`engine_stats`].
+fn device_rows(
+    before: &[chainsig_cuda::DeviceInfo],
+    after: &[chainsig_cuda::DeviceInfo],
+) -> Vec<DeviceRow> {
+    after
+        .iter()
+        .zip(before)
+        .enumerate()
+        .map(|(engine, (a, b))| {
+            let records = a.stats.records - b.stats.records;
+            let seconds = a.stats.seconds - b.stats.seconds;
+            DeviceRow {
+                engine,
+                ordinal: a.ordinal,
+                name: a.name.clone(),
+                records,
+                seconds,
+                rate_per_second: if seconds > 0.0 {
+                    records as f64 / seconds
+                } else {
+                    0.0
+                },
+                redone: a.stats.redone - b.stats.redone,
+                failed_parts: a.stats.failures - b.stats.failures,
+            }
+        })
+        .collect()
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -185,7 +245,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             let want_valid = expected[..size].iter().filter(|&&v| v).count();
             let mut times = Vec::with_capacity(args.repeats);
             let mut used = String::new();
+            let mut before = Vec::new();
             for run in 0..=args.repeats.max(1) {
+                if run == 1 {
+                    before = engine_stats(); // after the warm-up
+                }
                 let start = Instant::now();
                 let (bitmap, backend) = registry.verify(&args.backend, &batch)?;
                 let elapsed = start.elapsed().as_secs_f64();
@@ -200,6 +264,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 }
             }
             let median = chainsig_bench::median(&mut times);
+            let devices = if used == chainsig_cuda::NAME {
+                device_rows(&before, &engine_stats())
+            } else {
+                Vec::new()
+            };
             let row = Row {
                 alg: alg.to_string(),
                 backend: used,
@@ -210,6 +279,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 median_seconds: median,
                 throughput_per_second: size as f64 / median,
                 latency_ms: median * 1e3,
+                devices,
             };
             println!(
                 "{:<10} {:<8} {:>7} {:>7} {:>9} {:>14.0} {:>12.3}",
@@ -221,6 +291,24 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 row.throughput_per_second,
                 row.latency_ms
             );
+            for d in &row.devices {
+                println!(
+                    "  engine {} (device {}, {}): {} records, {:.0}/s{}",
+                    d.engine,
+                    d.ordinal,
+                    d.name,
+                    d.records,
+                    d.rate_per_second,
+                    if d.failed_parts > 0 || d.redone > 0 {
+                        format!(
+                            ", {} failed parts, {} records redone",
+                            d.failed_parts, d.redone
+                        )
+                    } else {
+                        String::new()
+                    }
+                );
+            }
             rows.push(row);
         }
     }

@@ -211,6 +211,35 @@ impl Batch {
         out
     }
 
+    /// Records `range` of this batch as a batch of their own, errors included: as
+    /// [`Batch::select`] of those indices, but each operand row is one copy of contiguous words
+    /// (a backend that shares a batch among several devices cuts it so).
+    ///
+    /// # Panics
+    /// When the range ends past `len()`.
+    pub fn range(&self, range: std::ops::Range<usize>) -> Batch {
+        use rayon::prelude::*;
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "items {range:?} of {}",
+            self.len
+        );
+        let mut out = Batch::with_capacity(self.alg, self.low_s, range.len());
+        let (from, to) = (self.stride, out.stride);
+        out.words
+            .par_chunks_mut(to)
+            .zip(self.words.par_chunks(from))
+            .for_each(|(dst, src)| dst[..range.len()].copy_from_slice(&src[range.clone()]));
+        out.len = range.len();
+        let first = self.errors.partition_point(|(i, _)| *i < range.start);
+        let last = self.errors.partition_point(|(i, _)| *i < range.end);
+        out.errors = self.errors[first..last]
+            .iter()
+            .map(|(i, e)| (i - range.start, e.clone()))
+            .collect();
+        out
+    }
+
     fn next_slot(&mut self) -> usize {
         if self.len == self.stride {
             self.grow();
@@ -343,6 +372,27 @@ mod tests {
                 .map(|(k, e)| (k, e.to_string()))
         );
         assert!(batch.select(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_range_is_the_selection_of_its_indices() {
+        let mut batch = Batch::with_capacity(Algorithm::Sm2, false, 0);
+        for n in 0..150u8 {
+            if n % 40 == 7 {
+                batch.push_error(RecordError::new("sig", format!("bad {n}")));
+            } else {
+                batch.push(&item(n));
+            }
+        }
+        for range in [0..150, 0..0, 64..128, 7..8, 5..149, 150..150] {
+            let indices: Vec<usize> = range.clone().collect();
+            let (part, sel) = (batch.range(range.clone()), batch.select(&indices));
+            assert_eq!(part.len(), sel.len(), "{range:?}");
+            for k in 0..part.len() {
+                assert_eq!(part.item(k), sel.item(k), "{range:?} record {k}");
+            }
+            assert_eq!(part.errors(), sel.errors(), "{range:?}");
+        }
     }
 
     #[test]

@@ -161,6 +161,25 @@ impl MessageBatch {
         }
     }
 
+    /// Records `range` of this batch as a batch of their own: as [`MessageBatch::select`] of
+    /// those indices, each column and the messages copied in one piece.
+    pub fn range(&self, range: std::ops::Range<usize>) -> MessageBatch {
+        let items = self.items.range(range.clone());
+        let za = std::array::from_fn(|j| self.za[j][range.clone()].to_vec());
+        let base = self.offsets[range.start];
+        let offsets = self.offsets[range.start..=range.end]
+            .iter()
+            .map(|o| o - base)
+            .collect();
+        let bytes = self.bytes[base..self.offsets[range.end]].to_vec();
+        MessageBatch {
+            items,
+            za,
+            offsets,
+            bytes,
+        }
+    }
+
     /// The digests computed here, e = SM3(Z_A ‖ M), as an ordinary batch: the path of a backend
     /// that does not hash itself, and the CPU fallback.
     pub fn to_digest_batch(&self) -> Batch {
@@ -267,5 +286,28 @@ mod tests {
             assert_eq!(sel.message_bytes(k, 1), b.message_bytes(i, 1));
         }
         assert!(b.select(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_range_is_the_selection_of_its_indices() {
+        let b = batch(70);
+        for range in [0..70, 0..0, 3..4, 10..69, 70..70] {
+            let indices: Vec<usize> = range.clone().collect();
+            let (part, sel) = (b.range(range.clone()), b.select(&indices));
+            assert_eq!(part.items().len(), sel.items().len(), "{range:?}");
+            assert_eq!(part.offsets(), sel.offsets(), "{range:?}");
+            assert_eq!(part.bytes(), sel.bytes(), "{range:?}");
+            for j in 0..8 {
+                assert_eq!(
+                    part.za_column(j),
+                    sel.za_column(j),
+                    "{range:?} Z_A word {j}"
+                );
+            }
+            let (p, s) = (part.to_digest_batch(), sel.to_digest_batch());
+            for k in 0..part.len() {
+                assert_eq!(p.item(k), s.item(k), "{range:?} record {k}");
+            }
+        }
     }
 }

@@ -141,6 +141,19 @@ impl RawSm2Batch {
         out
     }
 
+    /// Records `range` as a batch of their own: as [`RawSm2Batch::select`] of those indices,
+    /// the bytes copied in one piece.
+    pub fn range(&self, range: std::ops::Range<usize>) -> RawSm2Batch {
+        let base = self.cuts[3 * range.start];
+        RawSm2Batch {
+            cuts: self.cuts[3 * range.start..=3 * range.end]
+                .iter()
+                .map(|c| c - base)
+                .collect(),
+            bytes: self.bytes[base..self.cuts[3 * range.end]].to_vec(),
+        }
+    }
+
     /// Bytes of records [i0, i0 + m).
     pub fn record_bytes(&self, i0: usize, m: usize) -> usize {
         self.cuts[3 * (i0 + m)] - self.cuts[3 * i0]
@@ -235,6 +248,12 @@ mod tests {
         let sel = built.select(&picked);
         for (k, &i) in picked.iter().enumerate() {
             same(sel.item(k), i);
+        }
+        for range in [0..300, 0..0, 1..2, 17..299, 300..300] {
+            let part = built.range(range.clone());
+            let indices: Vec<usize> = range.clone().collect();
+            let sel = built.select(&indices);
+            assert_eq!((part.cuts(), part.bytes()), (sel.cuts(), sel.bytes()));
         }
         let long = vec![0u8; ID_MAX + 1];
         let too_long = RawSm2Item {

@@ -1,11 +1,17 @@
 //! The public face of the CUDA backend: [`CudaBackend`], the `chainsig_core::Backend` it
-//! implements, and [`Ticket`]s for batches queued to its worker thread. The work itself is the
-//! engine's (`engine`); with the `bench` feature, the timing and test hooks the
-//! benchmarks and device checks use (chainsig-bench) are public here too.
+//! implements, and [`Ticket`]s for batches queued to its worker thread. The backend holds one
+//! engine (`engine`) per configured device or logical shard, and every entry point shares its
+//! batch among them through [`crate::shards`]: split in proportion to each device's measured
+//! rate, parts run side by side, a failed part redone on the other devices, answers merged in
+//! order. With one device a batch goes whole to its engine, uncopied; with several, a prepared
+//! batch's parts are staged straight from it, other kinds' parts copied. With the `bench` feature,
+//! the timing and test hooks the benchmarks and device checks use (chainsig-bench) are public
+//! here too; they run on the first device.
 
 use crate::engine::Engine;
 use crate::messages::MessageBatch;
 use crate::raw::{RawOutcome, RawSm2Batch, RawVerdicts};
+use crate::shards::{part, ShardStats, Shards};
 use crate::signers::SignerTables;
 use crate::CudaConfig;
 use chainsig_core::algorithm::Algorithm;
@@ -13,16 +19,50 @@ use chainsig_core::backend::{Backend, BackendError};
 use chainsig_core::batch::{Batch, RecoverItem, Recovered};
 use chainsig_core::bitmap::Bitmap;
 use chainsig_gpu::{device_err, Resources};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 
 /// Name under which the backend registers (that under which chainsig-gpu reports GPU failures).
 pub const NAME: &str = chainsig_gpu::BACKEND_NAME;
 
 type Job = (Arc<Batch>, mpsc::Sender<Result<Bitmap, BackendError>>);
 
-/// SM2 batch verification on a CUDA GPU.
+/// One opened device, or one logical shard of a device: an engine of its own.
+pub(crate) struct Device {
+    ordinal: usize,
+    name: String,
+    engine: Mutex<Engine>,
+}
+
+impl Device {
+    /// The engine, locked, its context bound to the calling thread.
+    pub(crate) fn engine(
+        &self,
+        what: &'static str,
+    ) -> Result<MutexGuard<'_, Engine>, BackendError> {
+        let engine = self
+            .engine
+            .lock()
+            .map_err(|_| BackendError::from(device_err(what, "poisoned lock")))?;
+        engine.bind()?;
+        Ok(engine)
+    }
+}
+
+/// What [`CudaBackend::devices`] tells of one engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceInfo {
+    /// The ordinal among the devices the driver shows (repeated for logical shards of one card).
+    pub ordinal: usize,
+    /// The driver's name of the card.
+    pub name: String,
+    /// Records done, time, measured rate and failures so far.
+    pub stats: ShardStats,
+}
+
+/// SM2 and ECDSA batch verification on every CUDA device configured ([`CudaConfig::devices`]),
+/// each batch shared among them ([`crate::shards`]).
 pub struct CudaBackend {
-    pub(crate) engine: Arc<Mutex<Engine>>,
+    pub(crate) shards: Arc<Shards<Device>>,
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     resources: Vec<Resources>,
     from_cache: bool,
@@ -54,12 +94,46 @@ impl Ticket {
 }
 
 impl CudaBackend {
-    /// Opens the device, compiles (or loads from the cache) the configured kernel and uploads the
-    /// fixed-base table. Fails with `Unavailable` when there is no driver, GPU or NVRTC.
+    /// Opens the configured devices ([`CudaConfig::devices`]: every visible one by default), one
+    /// engine each, side by side: each compiles (or loads from the cache) the configured kernels
+    /// and uploads the fixed-base table; engines of the same architecture share the compiled
+    /// modules. Fails with `Unavailable` when there is no driver, GPU or NVRTC, or when any
+    /// device listed cannot be opened (the error names its ordinal): a device list is honoured
+    /// exactly or refused.
     pub fn new(cfg: CudaConfig) -> Result<Self, BackendError> {
-        let (engine, resources, from_cache) = Engine::open(cfg)?;
+        cfg.validate().map_err(unavailable)?;
+        let ordinals = if chainsig_gpu::driver_available() {
+            cfg.devices.open_list().map_err(unavailable)?
+        } else {
+            vec![0] // opening it reports the missing driver
+        };
+        let opened: Vec<Result<_, BackendError>> = std::thread::scope(|scope| {
+            let jobs: Vec<_> = ordinals
+                .iter()
+                .map(|&o| scope.spawn(move || Engine::open(cfg, o)))
+                .collect();
+            jobs.into_iter()
+                .map(|j| {
+                    j.join()
+                        .unwrap_or_else(|_| Err(unavailable("opening a device panicked")))
+                })
+                .collect()
+        });
+        let (mut devices, mut resources, mut from_cache) = (Vec::new(), Vec::new(), true);
+        for (&ordinal, result) in ordinals.iter().zip(opened) {
+            let (engine, res, cached) = result.map_err(|e| on_device(ordinal, &ordinals, e))?;
+            if devices.is_empty() {
+                resources = res;
+            }
+            from_cache &= cached;
+            devices.push(Device {
+                ordinal,
+                name: engine.device_name(),
+                engine: Mutex::new(engine),
+            });
+        }
         Ok(CudaBackend {
-            engine: Arc::new(Mutex::new(engine)),
+            shards: Arc::new(Shards::new(devices, cfg.shard_below)),
             jobs: Mutex::new(None),
             resources,
             from_cache,
@@ -72,23 +146,55 @@ impl CudaBackend {
         &self.cfg
     }
 
-    /// ptxas's report on the loaded kernel (registers, stack, spills).
+    /// ptxas's report on the loaded kernel (registers, stack, spills), of the first device.
     pub fn resources(&self) -> &[Resources] {
         &self.resources
     }
 
-    /// Whether the kernel came from the disk cache.
+    /// Whether every device's kernels came from a cache (disk, or this process's memory).
     pub fn loaded_from_cache(&self) -> bool {
         self.from_cache
     }
 
-    /// The engine pipeline's host time so far ([`PipelineTimes`]).
-    pub fn pipeline_times(&self) -> PipelineTimes {
-        self.engine.lock().map(|e| e.times).unwrap_or_default()
+    /// Each engine in order: its device and what it has done (records, time, measured rate,
+    /// failed parts, records redone for others).
+    pub fn devices(&self) -> Vec<DeviceInfo> {
+        self.shards
+            .devices()
+            .iter()
+            .zip(self.shards.stats())
+            .map(|(d, stats)| DeviceInfo {
+                ordinal: d.ordinal,
+                name: d.name.clone(),
+                stats,
+            })
+            .collect()
     }
 
-    /// Queues a batch; batches are verified first come, first served by one worker thread (known
-    /// signers' records through their tables, as in `verify_batch`).
+    /// The engines' pipeline host time so far, summed over devices ([`PipelineTimes`]).
+    pub fn pipeline_times(&self) -> PipelineTimes {
+        let mut sum = PipelineTimes::default();
+        for d in self.shards.devices() {
+            if let Ok(e) = d.engine.lock() {
+                sum.stage += e.times.stage;
+                sum.wait += e.times.wait;
+            }
+        }
+        sum
+    }
+
+    /// The first device's engine, for the hooks that time or check one device's kernels.
+    #[cfg(feature = "bench")]
+    pub(crate) fn first_engine(
+        &self,
+        what: &'static str,
+    ) -> Result<MutexGuard<'_, Engine>, BackendError> {
+        self.shards.devices()[0].engine(what)
+    }
+
+    /// Queues a batch; batches are verified first come, first served by one worker thread, each
+    /// shared among the devices as `verify_batch` does (known signers' records through their
+    /// tables).
     pub fn submit(&self, batch: Arc<Batch>) -> Result<Ticket, BackendError> {
         check_batch(&batch)?;
         let (tx, rx) = mpsc::channel();
@@ -98,16 +204,12 @@ impl CudaBackend {
             .map_err(|_| device_err("submit", "poisoned lock"))?;
         if jobs.is_none() {
             let (jtx, jrx) = mpsc::channel::<Job>();
-            let engine = self.engine.clone();
+            let shards = self.shards.clone();
             std::thread::Builder::new()
                 .name("chainsig-cuda-worker".into())
                 .spawn(move || {
                     for (batch, reply) in jrx {
-                        let r = match engine.lock() {
-                            Ok(mut e) => e.verify_any(&batch),
-                            Err(_) => Err(device_err("worker", "poisoned lock").into()),
-                        };
-                        let _ = reply.send(r);
+                        let _ = reply.send(verify_any(&shards, &batch));
                     }
                 })
                 .map_err(|e| device_err("spawn worker", e))?;
@@ -123,13 +225,13 @@ impl CudaBackend {
     /// Lets `host` (the CPU backend) verify the records of a batch outside the known signers when
     /// they are at most `most`, at the same time as the GPU verifies the known ones: for a few
     /// records the host's cores finish sooner than the GPU's default kernel, whose latency does
-    /// not shrink with the batch. Without a helper, or above `most`, they run on the GPU.
+    /// not shrink with the batch. Without a helper, or above `most`, they run on the GPU. Every
+    /// device gets the helper (for the records outside the known signers of its part).
     pub fn set_host_helper(&self, host: Arc<dyn Backend>, most: usize) -> Result<(), BackendError> {
-        self.engine
-            .lock()
-            .map_err(|_| device_err("set host helper", "poisoned lock"))?
-            .set_host(host, most);
-        Ok(())
+        self.shards.each(|d| {
+            d.engine("set host helper")?.set_host(host.clone(), most);
+            Ok(())
+        })
     }
 
     /// SM2 records from their own bytes ([`crate::raw`]): each key decoded and checked, Z_A and e
@@ -137,19 +239,44 @@ impl CudaBackend {
     /// fault code per record, in order. Through the registry ([`Backend::verify_raw_sm2`]) a GPU
     /// failure sends the batch to the CPU backend, which prepares it as the CPU path does.
     pub fn verify_raw(&self, batch: &RawSm2Batch) -> Result<RawVerdicts, BackendError> {
-        self.engine
-            .lock()
-            .map_err(|_| device_err("verify raw", "poisoned lock"))?
-            .verify_raw(batch)
+        self.shards.run(batch.len(), |d, r| {
+            d.engine("verify raw")?.verify_raw(&part(batch, r))
+        })
     }
 
-    /// Loads the known signers' fixed-base tables (464 KB of GPU memory each), replacing any loaded
-    /// before; a [`crate::signers::SignerBatch`] names its signers by their index in `tables`. Fast mode only.
+    /// Loads the known signers' fixed-base tables (464 KB of GPU memory each) on every device,
+    /// replacing any loaded before; a [`crate::signers::SignerBatch`] names its signers by their
+    /// index in `tables`. Fast mode only. Fails if any device fails (the devices that loaded
+    /// them keep them, and the next load replaces them).
     pub fn load_signers(&self, tables: &SignerTables) -> Result<(), BackendError> {
-        self.engine
-            .lock()
-            .map_err(|_| device_err("load signers", "poisoned lock"))?
-            .load_signers(tables)
+        self.shards
+            .each(|d| d.engine("load signers")?.load_signers(tables))
+    }
+}
+
+/// Any batch the backend takes, shared among the devices: SM2 through each engine's known
+/// signers (when loaded) and default kernel, ECDSA through the curve's kernels.
+fn verify_any(shards: &Shards<Device>, batch: &Batch) -> Result<Bitmap, BackendError> {
+    shards.run(batch.len(), |d, r| {
+        d.engine("verify")?.verify_part(batch, r)
+    })
+}
+
+/// An error opening device `ordinal`, naming it when several were asked for.
+fn on_device(ordinal: usize, all: &[usize], e: BackendError) -> BackendError {
+    if all.len() == 1 {
+        return e;
+    }
+    match e {
+        BackendError::Unavailable { backend, reason } => BackendError::Unavailable {
+            backend,
+            reason: format!("device {ordinal}: {reason}"),
+        },
+        BackendError::Device { backend, reason } => BackendError::Device {
+            backend,
+            reason: format!("device {ordinal}: {reason}"),
+        },
+        other => other,
     }
 }
 
@@ -189,10 +316,7 @@ impl Backend for CudaBackend {
     /// ([`crate::signers`]). ECDSA: the curve's kernels, loaded and checked at its first batch.
     fn verify_batch(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
         check_batch(batch)?;
-        self.engine
-            .lock()
-            .map_err(|_| device_err("verify", "poisoned lock"))?
-            .verify_any(batch)
+        verify_any(&self.shards, batch)
     }
 
     fn recovers(&self) -> bool {
@@ -202,10 +326,8 @@ impl Backend for CudaBackend {
     /// Ethereum's sender recovery on the GPU: the key by the ECDSA module's recovery kernel (s
     /// above n/2 refused), the address by Keccak-256 on the host's cores.
     fn recover_batch(&self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
-        self.engine
-            .lock()
-            .map_err(|_| device_err("recover", "poisoned lock"))?
-            .recover(items)
+        self.shards
+            .run(items.len(), |d, r| d.engine("recover")?.recover(&items[r]))
     }
 
     /// Only where [`CudaConfig::raw_sm2`] turns the raw path on, and the kernel layout has it
@@ -222,10 +344,9 @@ impl Backend for CudaBackend {
     /// usual (with known signers loaded, their records through their tables). Verdict i is
     /// record i.
     fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
-        self.engine
-            .lock()
-            .map_err(|_| device_err("verify", "poisoned lock"))?
-            .verify_messages(batch)
+        self.shards.run(batch.len(), |d, r| {
+            d.engine("verify")?.verify_messages(&part(batch, r))
+        })
     }
 }
 

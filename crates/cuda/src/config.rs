@@ -8,6 +8,9 @@
 use crate::kernels::KernelConfig;
 use crate::Mode;
 
+mod devices;
+pub use devices::{Devices, MAX_DEVICES};
+
 /// Switches of the CUDA backend; the default is the fast mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CudaConfig {
@@ -30,8 +33,19 @@ pub struct CudaConfig {
     /// overlap too little to pay for their own copies and launches.
     #[serde(default = "default_min_chunk")]
     pub min_chunk_items: usize,
-    /// CUDA device ordinal.
-    pub device: usize,
+    /// The devices to open, one engine each (its own streams, pinned buffers, modules and
+    /// tables): every device the driver shows (the default, `null`), or a list of ordinals such
+    /// as `[0, 1]`; an ordinal may repeat, `[0, 0]` opening two logical shards on one card (how
+    /// the sharding is tested on a host of one GPU). Ordinals count the devices the driver shows
+    /// after `CUDA_VISIBLE_DEVICES` ([`Devices`]). Each batch is split among the engines in
+    /// proportion to their measured rates ([`crate::shards`]).
+    #[serde(default)]
+    pub devices: Devices,
+    /// Batches of fewer records than this are not split among devices: they go whole to one
+    /// device (the fastest of those idle), since below it a device's answer costs about its
+    /// fixed latency whatever its share.
+    #[serde(default = "default_shard_below")]
+    pub shard_below: usize,
     /// Batches of at most this many items run the compact form of a fast-mode kernel
     /// ([`KernelConfig::compacted`]); 0 never does. A small batch leaves one warp per scheduler,
     /// which then waits on instruction fetch more than on arithmetic: there the compact kernel,
@@ -85,7 +99,8 @@ impl Default for CudaConfig {
             small_block_size: SMALL_BLOCK,
             chunk_items: None,
             min_chunk_items: MIN_CHUNK_ITEMS,
-            device: 0,
+            devices: Devices::all(),
+            shard_below: SHARD_BELOW,
             compact_below: COMPACT_BELOW,
             pairs_below: PAIRS_BELOW,
             quads_below: QUADS_BELOW,
@@ -103,6 +118,15 @@ fn default_on() -> bool {
 /// The default [`CudaConfig::compact_below`]: where the inlined kernel, in its larger blocks,
 /// overtakes the compact one.
 pub const COMPACT_BELOW: usize = 98_304;
+
+/// The default [`CudaConfig::shard_below`]: twice the largest batch of the lane-pair kernels
+/// ([`PAIRS_BELOW`]), whose answer takes about 1–2 ms on one device whatever the size. A starting
+/// point, not yet measured on a host of several GPUs.
+pub const SHARD_BELOW: usize = 32_768;
+
+fn default_shard_below() -> usize {
+    SHARD_BELOW
+}
 
 /// The default [`CudaConfig::min_chunk_items`].
 pub const MIN_CHUNK_ITEMS: usize = 4096;
@@ -268,6 +292,11 @@ fn unknown_field(
         for (name, v) in m {
             let here = format!("{path}{name}");
             match k.get(name) {
+                None if here == "device" => {
+                    return Err(
+                        "unknown field `device` (now `devices`, a list of ordinals: [1])".into(),
+                    )
+                }
                 None => return Err(format!("unknown field `{here}`")),
                 Some(kv) => unknown_field(v, kv, &format!("{here}."))?,
             }
@@ -329,6 +358,38 @@ mod tests {
         let long = format!(r#"{{"raw_sm2": "{}"}}"#, "a".repeat(10_000));
         let e = base.with_overrides(&long).unwrap_err();
         assert!(e.starts_with("raw_sm2: ") && e.len() < 160, "{e}");
+    }
+
+    #[test]
+    fn the_device_list_is_read_from_json_and_a_bad_one_is_named() {
+        let base = CudaConfig::default();
+        assert_eq!(base.devices, Devices::all());
+        let c = base.with_overrides(r#"{"devices": [0, 0, 0]}"#).unwrap();
+        assert_eq!(c.devices.named(), Some(vec![0, 0, 0]));
+        assert_eq!(c.streams, base.streams);
+        let back = c.with_overrides(r#"{"devices": null}"#).unwrap();
+        assert_eq!(back.devices, Devices::all());
+        for (json, want) in [
+            (r#"{"devices": []}"#, "devices: an empty list"),
+            (r#"{"devices": [0, -1]}"#, "devices[1]: invalid"),
+            (r#"{"devices": "0,1"}"#, "devices: invalid type"),
+            (r#"{"devices": {"gpu": 1}}"#, "devices: invalid type"),
+            (r#"{"devices": [300]}"#, "devices: ordinal 300"),
+            (r#"{"device": 1}"#, "unknown field `device` (now `devices`"),
+            (r#"{"shard_below": "1"}"#, "shard_below: invalid type"),
+        ] {
+            let e = base.with_overrides(json).unwrap_err();
+            assert!(e.starts_with(want), "{json}: {e}");
+        }
+        let c = base.with_overrides(r#"{"shard_below": 0}"#).unwrap();
+        assert_eq!(c.shard_below, 0);
+        // A configuration without the new fields (written before them) still reads.
+        let mut old = serde_json::to_value(base).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        fields.remove("devices");
+        fields.remove("shard_below");
+        let read: CudaConfig = serde_json::from_value(old).unwrap();
+        assert_eq!(read, base);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! CUDA, and the decoding must refuse exactly what alloy refuses (`rlp.cuh` says how).
 
 use chainsig_core::backend::BackendError;
-use chainsig_gpu::{compile_cached, device_err, Compiled};
+use chainsig_gpu::{compile_cached, Compiled};
 
 /// The module's kernels: each record read and its signing payload hashed, then (after the
 /// secp256k1 module's recovery kernel) each key's address (kernels/ethtx.cuh says how the three
@@ -82,6 +82,18 @@ impl RawBatch {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Records `range` as a batch of their own (offsets rebased to its first byte).
+    pub fn range(&self, range: std::ops::Range<usize>) -> RawBatch {
+        let base = self.offsets[range.start];
+        RawBatch {
+            bytes: self.bytes[base as usize..self.offsets[range.end] as usize].to_vec(),
+            offsets: self.offsets[range.start..=range.end]
+                .iter()
+                .map(|o| o - base)
+                .collect(),
+        }
+    }
 }
 
 /// One record's answer: the sender's address and uncompressed key (SEC 1, 0x04 || x || y), or the
@@ -111,10 +123,10 @@ impl crate::CudaBackend {
     /// device. A fault number is `chainsig_eth::rawtx::TxFault`'s; [`FAULT_DEFER`] asks the host
     /// to decode that record itself.
     pub fn recover_raw(&self, batch: &RawBatch) -> Result<Vec<Answer>, BackendError> {
-        self.engine
-            .lock()
-            .map_err(|_| device_err("recover", "poisoned lock"))?
-            .recover_raw(batch)
+        self.shards.run(batch.len(), |d, r| {
+            d.engine("recover")?
+                .recover_raw(&crate::shards::part(batch, r))
+        })
     }
 }
 

@@ -11,17 +11,13 @@ use chainsig_core::algorithm::Algorithm;
 use chainsig_core::backend::BackendError;
 use chainsig_core::batch::{Batch, RecoverItem, Recovered};
 use chainsig_core::bitmap::Bitmap;
-use chainsig_gpu::device_err;
 use std::time::Instant;
 
 impl CudaBackend {
     /// The loaded module's field products on the GPU for operand pairs: for each pair the wide
     /// a·b and a², then a·b and a² mod p (compare with [`crate::host::field_check_compare`]).
     pub fn field_check(&self, a: &[Words], b: &[Words]) -> Result<Vec<[u32; 48]>, BackendError> {
-        let engine = self
-            .engine
-            .lock()
-            .map_err(|_| device_err("field check", "poisoned lock"))?;
+        let engine = self.first_engine("field check")?;
         engine.field_check_main(a, b)
     }
 
@@ -29,10 +25,7 @@ impl CudaBackend {
     /// the GPU, and the verdicts of that launch.
     pub fn time_kernel(&self, batch: &Batch, reps: usize) -> Result<(f32, Bitmap), BackendError> {
         check_batch(batch)?;
-        self.engine
-            .lock()
-            .map_err(|_| device_err("time", "poisoned lock"))?
-            .kernel_only(batch, reps)
+        self.first_engine("time")?.kernel_only(batch, reps)
     }
 
     /// [`chainsig_core::Backend::verify_messages`] (SM3 on the GPU) with wall-clock time in milliseconds.
@@ -40,10 +33,7 @@ impl CudaBackend {
         &self,
         batch: &MessageBatch,
     ) -> Result<(Bitmap, f64), BackendError> {
-        let mut e = self
-            .engine
-            .lock()
-            .map_err(|_| device_err("verify", "poisoned lock"))?;
+        let mut e = self.first_engine("verify")?;
         let t = Instant::now();
         let map = e.verify_messages(batch)?;
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
@@ -52,10 +42,7 @@ impl CudaBackend {
     /// Verifies signatures by known signers, verdict i for record i, with wall-clock time in
     /// milliseconds. Fails if a record names a signer that is not loaded.
     pub fn verify_signed_timed(&self, batch: &SignerBatch) -> Result<(Bitmap, f64), BackendError> {
-        let mut e = self
-            .engine
-            .lock()
-            .map_err(|_| device_err("verify", "poisoned lock"))?;
+        let mut e = self.first_engine("verify")?;
         let t = Instant::now();
         let map = e.verify_signed(batch)?;
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
@@ -66,10 +53,7 @@ impl CudaBackend {
     /// lookups included.
     pub fn verify_known_timed(&self, batch: &Batch) -> Result<(Bitmap, f64), BackendError> {
         check_batch(batch)?;
-        let mut e = self
-            .engine
-            .lock()
-            .map_err(|_| device_err("verify", "poisoned lock"))?;
+        let mut e = self.first_engine("verify")?;
         let t = Instant::now();
         let map = e.verify_known(batch)?;
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
@@ -81,10 +65,7 @@ impl CudaBackend {
         &self,
         items: &[RecoverItem],
     ) -> Result<(Vec<Option<Recovered>>, f64), BackendError> {
-        let mut e = self
-            .engine
-            .lock()
-            .map_err(|_| device_err("recover", "poisoned lock"))?;
+        let mut e = self.first_engine("recover")?;
         e.ecdsa(Algorithm::Secp256k1)?;
         let t = Instant::now();
         let keys = e.recover(items)?;
@@ -95,17 +76,14 @@ impl CudaBackend {
     /// kernel, known signers or not; ECDSA through the curve's kernels).
     pub fn verify_timed(&self, batch: &Batch) -> Result<(Bitmap, f64), BackendError> {
         check_batch(batch)?;
-        let mut e = self
-            .engine
-            .lock()
-            .map_err(|_| device_err("verify", "poisoned lock"))?;
+        let mut e = self.first_engine("verify")?;
         if batch.alg() != Algorithm::Sm2 {
             e.ecdsa(batch.alg())?; // loaded and checked before the clock starts
         }
         let t = Instant::now();
         let map = match batch.alg() {
             Algorithm::Sm2 => e.verify(batch)?,
-            _ => e.verify_ecdsa(batch)?,
+            _ => e.verify_ecdsa(batch, 0..batch.len())?,
         };
         Ok((map, t.elapsed().as_secs_f64() * 1e3))
     }

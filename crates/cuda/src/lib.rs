@@ -8,8 +8,12 @@
 //!
 //! Modules, from the public face down:
 //! - [`backend`]: [`CudaBackend`], the `chainsig_core::Backend` it implements, and tickets.
+//! - [`shards`]: one batch over several devices (or logical shards of one): parts in proportion
+//!   to each device's measured rate, run side by side, a failed part redone on the others,
+//!   answers merged in order.
 //! - [`startup`]: opening the backend as the CLI and the C API do, known signers loaded.
-//! - [`config`]: [`CudaConfig`], its defaults and its JSON / environment overrides.
+//! - [`config`]: [`CudaConfig`], its defaults and its JSON / environment overrides; which
+//!   devices are opened ([`Devices`]).
 //! - `engine` (private): the opened device, its modules and the chunk pipeline; ECDSA, known
 //!   signers, SM3 on the GPU and the self-tests.
 //! - `launch` (private): launch geometry (blocks, grids, chunks, which kernel a batch runs).
@@ -36,12 +40,13 @@ pub mod known_answers;
 mod launch;
 pub mod messages;
 pub mod raw;
+pub mod shards;
 pub mod signers;
 pub mod stage;
 pub mod startup;
 
-pub use backend::{CudaBackend, PipelineTimes, Ticket, NAME};
-pub use config::CudaConfig;
+pub use backend::{CudaBackend, DeviceInfo, PipelineTimes, Ticket, NAME};
+pub use config::{CudaConfig, Devices};
 pub use engine::precompile;
 pub use kernels::KernelConfig;
 

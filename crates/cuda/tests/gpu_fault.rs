@@ -22,8 +22,11 @@ const CHUNK: usize = 1024;
 /// The backend, or None (the test skips) without a GPU; with `CHAINSIG_REQUIRE_GPU=1` a missing
 /// GPU fails the test instead, so a device run cannot pass by skipping.
 fn backend_or_skip() -> Option<Arc<CudaBackend>> {
+    // One engine: a fault is then the batch's error (on several, tests/cuda/gpu_shards.rs shows
+    // the failed part redone by the others).
     let config = CudaConfig {
         chunk_items: Some(CHUNK),
+        devices: chainsig_cuda::Devices::list(&[0]).expect("device 0"),
         ..CudaConfig::default()
     };
     let why = if !chainsig_gpu::driver_available() {

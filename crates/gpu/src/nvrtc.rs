@@ -136,16 +136,97 @@ pub fn compile_cached(src: &str, arch: &str) -> Result<Compiled, String> {
 }
 
 /// As [`compile_cached`] with explicit options.
+///
+/// Each module is compiled at most once per process: a second device of the same architecture
+/// (several GPUs, or several logical shards of one) takes it from memory, and one that asks while
+/// another thread compiles it waits for that compilation rather than running NVRTC again (a
+/// minute or more for an ECDSA module). This also holds where the disk cache cannot be written.
+/// A failed compilation is not remembered.
 pub fn compile_cached_with(src: &str, arch: &str, opts: Vec<String>) -> Result<Compiled, String> {
     let key = cache::cache_key(src, &opts, arch);
-    if let Some((cubin, log)) = cache::load(&key) {
-        return Ok(Compiled {
+    once_per_process(&key, || match cache::load(&key) {
+        Some((cubin, log)) => Ok(Compiled {
             cubin,
             log,
             from_cache: true,
+        }),
+        None => {
+            let compiled = compile_uncached(src, &opts)?;
+            cache::store(&key, &compiled.cubin, &compiled.log);
+            Ok(compiled)
+        }
+    })
+}
+
+/// The module of `key` as `make` gives it the first time it succeeds in this process, and from
+/// memory (marked as from a cache) every later time; callers for the same key wait for one
+/// another, so `make` never runs twice at once for a key.
+fn once_per_process(
+    key: &str,
+    make: impl FnOnce() -> Result<Compiled, String>,
+) -> Result<Compiled, String> {
+    let slot = in_memory(key);
+    let mut slot = slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(done) = slot.as_ref() {
+        return Ok(Compiled {
+            from_cache: true,
+            ..done.clone()
         });
     }
-    let compiled = compile_uncached(src, &opts)?;
-    cache::store(&key, &compiled.cubin, &compiled.log);
+    let compiled = make()?;
+    *slot = Some(compiled.clone());
     Ok(compiled)
+}
+
+/// The module of `key` compiled or loaded by this process, behind a lock of its own (held while
+/// it is being compiled, so that other threads asking for the same module wait for it).
+fn in_memory(key: &str) -> std::sync::Arc<std::sync::Mutex<Option<Compiled>>> {
+    type Slots =
+        std::collections::HashMap<String, std::sync::Arc<std::sync::Mutex<Option<Compiled>>>>;
+    static MODULES: std::sync::OnceLock<std::sync::Mutex<Slots>> = std::sync::OnceLock::new();
+    let mut modules = MODULES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    modules.entry(key.to_string()).or_default().clone()
+}
+
+#[cfg(test)]
+mod memo_tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_module_is_made_once_per_process_while_others_wait_and_failures_are_not_kept() {
+        let made = AtomicUsize::new(0);
+        let make = || {
+            made.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            Ok(Compiled {
+                cubin: vec![1, 2, 3],
+                log: "ptxas".into(),
+                from_cache: false,
+            })
+        };
+        let answers: Vec<Compiled> = std::thread::scope(|scope| {
+            let jobs: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| once_per_process("memo-test-key", make).unwrap()))
+                .collect();
+            jobs.into_iter().map(|j| j.join().unwrap()).collect()
+        });
+        assert_eq!(
+            made.load(Ordering::SeqCst),
+            1,
+            "compiled once for four engines"
+        );
+        assert!(answers.iter().all(|c| c.cubin == [1, 2, 3]));
+        assert_eq!(answers.iter().filter(|c| !c.from_cache).count(), 1);
+        // A failure is reported and not remembered: the next call tries again.
+        let fail = once_per_process("memo-test-failing", || Err("nvrtc: error".into()));
+        assert_eq!(fail.unwrap_err(), "nvrtc: error");
+        let again = once_per_process("memo-test-failing", make).unwrap();
+        assert_eq!(again.cubin, [1, 2, 3]);
+    }
 }

@@ -2,7 +2,7 @@
 //! taken from the cache), loaded and checked at the curve's first batch; its kernels verify under
 //! either s rule and recover Ethereum's senders.
 
-use super::{selftest, Engine, Work};
+use super::{selftest, Engine, Rows, Work};
 use crate::backend::{unavailable, NAME};
 use crate::host;
 use crate::kernels::{self, KernelConfig};
@@ -111,10 +111,15 @@ impl Engine {
         Ok(out.signers.swap_remove(0))
     }
 
-    /// ECDSA records, verdict i for record i.
-    pub(crate) fn verify_ecdsa(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+    /// ECDSA records `range` of `batch`, verdict i for record `range.start + i`, staged straight
+    /// from the batch.
+    pub(crate) fn verify_ecdsa(
+        &mut self,
+        batch: &Batch,
+        range: std::ops::Range<usize>,
+    ) -> Result<Bitmap, BackendError> {
         self.ecdsa(batch.alg())?;
-        self.run(Work::Ecdsa(batch))
+        self.run(Work::Ecdsa(Rows::part(batch, range)))
     }
 }
 

@@ -94,19 +94,54 @@ pub(crate) struct Engine {
     pub(crate) times: crate::backend::PipelineTimes,
 }
 
+/// Records `first..first + len` of a batch, staged straight from the batch's rows: a device's
+/// part of a batch shared among several engines needs no copy of its own.
+#[derive(Clone, Copy)]
+pub(crate) struct Rows<'a> {
+    batch: &'a Batch,
+    first: usize,
+    len: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// Every record of `batch`.
+    fn all(batch: &'a Batch) -> Rows<'a> {
+        Rows {
+            batch,
+            first: 0,
+            len: batch.len(),
+        }
+    }
+
+    /// Records `range` of `batch`.
+    fn part(batch: &'a Batch, range: std::ops::Range<usize>) -> Rows<'a> {
+        assert!(
+            range.start <= range.end && range.end <= batch.len(),
+            "part {range:?} of {}",
+            batch.len()
+        );
+        Rows {
+            batch,
+            first: range.start,
+            len: range.len(),
+        }
+    }
+}
+
 /// Messages to hash on the GPU (record i of the work is message i) and the SM3 kernel.
 type Hashing<'a> = Option<(&'a MessageBatch, &'a CudaFunction)>;
 
 /// What the chunk pipeline verifies.
 #[derive(Clone, Copy)]
 enum Work<'a> {
-    /// Records with their keys; with messages, e is hashed on the GPU first.
-    Records(&'a Batch, Hashing<'a>),
+    /// Records with their keys; with messages (record i of the rows is message i, so the rows
+    /// are a whole batch), e is hashed on the GPU first.
+    Records(Rows<'a>, Hashing<'a>),
     /// Records of known signers, against the tables in `ktabs`; with messages, e is hashed on the
     /// GPU first (e is the first row of both layouts, so the SM3 kernel serves both).
     Signed(&'a dyn StageSigned, Hashing<'a>),
     /// ECDSA records with their keys (P-256 or secp256k1), through the curve's loaded kernels.
-    Ecdsa(&'a Batch),
+    Ecdsa(Rows<'a>),
     /// Public-key recovery on the curve of the algorithm: verdicts and keys.
     Recover(Algorithm, &'a [RecoverItem]),
     /// SM2 records from their bytes, fresh signers (`None`) or known ones with their numbers:
@@ -117,7 +152,7 @@ enum Work<'a> {
 impl Work<'_> {
     fn len(&self) -> usize {
         match self {
-            Work::Records(b, _) | Work::Ecdsa(b) => b.len(),
+            Work::Records(rows, _) | Work::Ecdsa(rows) => rows.len,
             Work::Signed(b, _) => b.len(),
             Work::Recover(_, items) => items.len(),
             Work::Raw(b, ..) => b.len(),
@@ -132,13 +167,27 @@ impl Work<'_> {
     }
 }
 
+/// The buffers are freed (as the fields drop, after this) in the engine's own context, whichever
+/// thread drops it: with several devices that thread's current context may be another's.
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+    }
+}
+
 // SAFETY: the raw pointers in Engine's buffers are only touched while the Mutex is held.
 unsafe impl Send for Engine {}
 
 impl Engine {
-    pub(crate) fn open(cfg: CudaConfig) -> Result<(Engine, Vec<Resources>, bool), BackendError> {
+    /// Opens device `ordinal` (of those the driver shows) with `cfg`'s kernels; the modules of an
+    /// architecture already loaded by this process come from memory (chainsig-gpu's compile
+    /// cache), so a second engine of the same card model compiles nothing.
+    pub(crate) fn open(
+        cfg: CudaConfig,
+        ordinal: usize,
+    ) -> Result<(Engine, Vec<Resources>, bool), BackendError> {
         cfg.validate().map_err(unavailable)?;
-        let chainsig_gpu::Opened { ctx, arch, .. } = chainsig_gpu::open(cfg.device)?;
+        let chainsig_gpu::Opened { ctx, arch, .. } = chainsig_gpu::open(ordinal)?;
         let sms = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| device_err("multiprocessor count", e))? as u32;
@@ -221,21 +270,46 @@ impl Engine {
         Ok((engine, res, from_cache))
     }
 
+    /// Makes the engine's context the calling thread's, as every entry does first: a batch's
+    /// parts run on threads of their own, and buffers are allocated in the current context.
+    pub(crate) fn bind(&self) -> Result<(), BackendError> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| device_err("bind context", e).into())
+    }
+
+    /// The device's name as the driver gives it ("NVIDIA H100 80GB HBM3").
+    pub(crate) fn device_name(&self) -> String {
+        self.ctx
+            .name()
+            .unwrap_or_else(|e| format!("unnamed ({e:?})"))
+    }
+
     fn chunk_len(&self, len: usize) -> usize {
         self.cfg.chunk_len(len)
     }
 
-    /// Any batch the backend takes ([`check_batch`]): SM2 through `verify_known`, ECDSA through
-    /// the curve's kernels.
-    pub(crate) fn verify_any(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+    /// Records `range` of a batch the backend takes ([`crate::backend::check_batch`]): SM2
+    /// through the known signers' tables or the default kernel, ECDSA through the curve's
+    /// kernels; verdict i for record `range.start + i`. Staged straight from the batch (SM2 of
+    /// unknown signers, ECDSA), or, with known signers loaded, split by signer from a copy of
+    /// the range (the split copies the others anyway).
+    pub(crate) fn verify_part(
+        &mut self,
+        batch: &Batch,
+        range: std::ops::Range<usize>,
+    ) -> Result<Bitmap, BackendError> {
         match batch.alg() {
-            Algorithm::Sm2 => self.verify_known(batch),
-            _ => self.verify_ecdsa(batch),
+            Algorithm::Sm2 if self.ktabs.is_some() => {
+                self.verify_known(&crate::shards::part(batch, range))
+            }
+            Algorithm::Sm2 => self.run(Work::Records(Rows::part(batch, range), None)),
+            _ => self.verify_ecdsa(batch, range),
         }
     }
 
     pub(crate) fn verify(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
-        self.run(Work::Records(batch, None))
+        self.run(Work::Records(Rows::all(batch), None))
     }
 
     /// The chunk pipeline over one work.
@@ -345,10 +419,10 @@ impl Engine {
                 self.gtab.ptr(),
                 self.cfg.kernel,
             ),
-            Work::Ecdsa(batch) => {
-                let ecdsa = loaded_ecdsa(&self.ecdsa, batch.alg());
+            Work::Ecdsa(rows) => {
+                let ecdsa = loaded_ecdsa(&self.ecdsa, rows.batch.alg());
                 (
-                    ecdsa.kernel(batch.low_s()),
+                    ecdsa.kernel(rows.batch.low_s()),
                     no_small,
                     ecdsa.gtab.ptr(),
                     ecdsa.config,
@@ -395,9 +469,14 @@ impl Engine {
             self.times.wait += staged - waited;
             slot.reserve(in_words, out_words, (16 * keys_stride).max(fault_words))?;
             match work {
-                Work::Records(batch, _) | Work::Ecdsa(batch) => {
-                    stage(batch, &k, i0, m, mp, slot.pin_in.as_mut_slice())
-                }
+                Work::Records(rows, _) | Work::Ecdsa(rows) => stage(
+                    rows.batch,
+                    &k,
+                    rows.first + i0,
+                    m,
+                    mp,
+                    slot.pin_in.as_mut_slice(),
+                ),
                 Work::Signed(batch, _) => batch.stage(i0, m, mp, slot.pin_in.as_mut_slice()),
                 Work::Recover(_, items) => {
                     stage_recover(&items[i0..i0 + m], mp, slot.pin_in.as_mut_slice())

@@ -4,7 +4,7 @@
 //! references. A kernel miscompiled for a device thus never answers.
 
 use super::ecdsa::{ecdsa_gtable, ecdsa_host_curve};
-use super::{Engine, Work};
+use super::{Engine, Rows, Work};
 use crate::backend::unavailable;
 use crate::codegen::Words;
 use crate::host;
@@ -97,7 +97,7 @@ impl Engine {
         let (records, verdicts) = crate::known_answers::ecdsa(alg);
         for low_s in [false, true] {
             let batch = crate::known_answers::batch(alg, low_s, &records);
-            let map = self.run(Work::Ecdsa(&batch))?;
+            let map = self.run(Work::Ecdsa(Rows::all(&batch)))?;
             if let Some(i) = (0..records.len()).find(|&i| map.get(i) != verdicts[i].get(low_s)) {
                 return Err(unavailable(format!(
                     "the GPU's {alg} ECDSA verdict on self-test record {i} (low-s {low_s}) differs from its known answer"

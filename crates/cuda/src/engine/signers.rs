@@ -3,7 +3,7 @@
 //! default kernel, or the host helper for a few), verdicts merged back in order. The tables and
 //! the split themselves are [`crate::signers`].
 
-use super::{Engine, Work};
+use super::{Engine, Rows, Work};
 use crate::backend::NAME;
 #[cfg(feature = "bench")]
 use crate::signers::SignerBatch;
@@ -62,7 +62,7 @@ impl Engine {
         }
         let (known, others) = self.known_and_others(
             Work::Signed(&split.known, None),
-            Work::Records(&split.others, None),
+            Work::Records(Rows::all(&split.others), None),
             |host| host.verify_batch(&split.others),
         )?;
         Ok(split.merge(&known, &others))

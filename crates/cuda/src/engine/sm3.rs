@@ -3,7 +3,7 @@
 //! from the caller's per-signer cache. The SM3 module is compiled at the first such batch.
 
 use super::slots::Slot;
-use super::{Engine, Work};
+use super::{Engine, Rows, Work};
 use crate::backend::NAME;
 use crate::kernels;
 use crate::messages::MessageBatch;
@@ -45,7 +45,7 @@ impl Engine {
         let sm3 = self.sm3_function()?;
         let split = match &self.ktabs {
             Some((_, index)) => crate::signers::Split::new(batch.items(), index),
-            None => return self.run(Work::Records(batch.items(), Some((batch, &sm3)))),
+            None => return self.run(Work::Records(Rows::all(batch.items()), Some((batch, &sm3)))),
         };
         if split.others.is_empty() {
             return self.run(Work::Signed(&split.known, Some((batch, &sm3))));
@@ -58,7 +58,7 @@ impl Engine {
         );
         let (known, others) = self.known_and_others(
             Work::Signed(&split.known, Some((&known_msgs, &sm3))),
-            Work::Records(others_msgs.items(), Some((&others_msgs, &sm3))),
+            Work::Records(Rows::all(others_msgs.items()), Some((&others_msgs, &sm3))),
             |host| host.verify_messages(&others_msgs),
         )?;
         Ok(split.merge(&known, &others))

@@ -6,6 +6,7 @@ mod exhaustive; // every point and scalar of tiny groups, through the host build
 mod gpu;
 mod gpu_ethtx; // raw transactions on the GPU against the CPU path, timed
 mod gpu_raw; // SM2 records from their bytes on the GPU against the CPU path, timed
+mod gpu_shards; // one, two and three logical shards of device 0 against the CPU backend
 mod host_ecdsa;
 mod host_ethtx;
 mod host_kernel;
