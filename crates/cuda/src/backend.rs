@@ -9,7 +9,7 @@ use crate::raw::{RawOutcome, RawSm2Batch, RawVerdicts};
 use crate::signers::SignerTables;
 use crate::CudaConfig;
 use chainsig_core::algorithm::Algorithm;
-use chainsig_core::backend::{Backend, BackendError};
+use chainsig_core::backend::{Backend, BackendError, TxAnswer};
 use chainsig_core::batch::{Batch, RecoverItem, Recovered};
 use chainsig_core::bitmap::Bitmap;
 use chainsig_gpu::{device_err, Resources};
@@ -206,6 +206,21 @@ impl Backend for CudaBackend {
             .lock()
             .map_err(|_| device_err("recover", "poisoned lock"))?
             .recover(items)
+    }
+
+    fn recovers_transactions(&self) -> bool {
+        true
+    }
+
+    /// Raw transactions through [`CudaBackend::recover_raw`] (the `ethtx` module), packed into one
+    /// buffer; its fault numbers are `TxAnswer`'s.
+    fn recover_transactions(&self, txs: &[&[u8]]) -> Result<Vec<TxAnswer>, BackendError> {
+        let batch = crate::ethtx::RawBatch::pack(txs.iter().copied());
+        let answers = self.recover_raw(&batch)?;
+        Ok(answers
+            .into_iter()
+            .map(|a| a.map(|(address, pubkey)| Recovered { pubkey, address }))
+            .collect())
     }
 
     /// Only where [`CudaConfig::raw_sm2`] turns the raw path on, and the kernel layout has it
