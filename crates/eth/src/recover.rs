@@ -11,7 +11,7 @@
 //! the answers, errors included, are the host's whichever way they went. Bare signatures go to
 //! the backend the registry picks as one batch, with the registry's CPU fallback.
 
-use crate::rawtx::recover_raw;
+use crate::rawtx::{recover_raw, RawTxError};
 use chainsig_core::record::RecoverRecord;
 use chainsig_core::{
     BackendError, RecordError, RecoverItem, Recovered, Registry, TxAnswer, TX_DEFER,
@@ -36,8 +36,9 @@ pub struct RecoverOutcome {
 /// What [`recover_transactions`] found.
 #[derive(Debug, Clone)]
 pub struct TxRecovery {
-    /// The sender of each transaction, in input order, or why there is none (the host's words).
-    pub results: Vec<Result<Recovered, RecordError>>,
+    /// The sender of each transaction, in input order, or why there is none (the host's cause
+    /// and words).
+    pub results: Vec<Result<Recovered, RawTxError>>,
     /// The device that decoded them (`None`: the host did).
     pub device: Option<String>,
     /// Transactions the device refused for another cause than the host's: 0 unless it is wrong.
@@ -56,12 +57,12 @@ pub fn recover_transactions(
 ) -> Result<TxRecovery, BackendError> {
     let Some((answers, device)) = registry.recover_transactions(backend, txs)? else {
         return Ok(TxRecovery {
-            results: txs.par_iter().map(|tx| on_host(tx)).collect(),
+            results: txs.par_iter().map(|tx| recover_raw(tx)).collect(),
             device: None,
             disagreements: 0,
         });
     };
-    let refined: Vec<(Result<Recovered, RecordError>, bool)> = answers
+    let refined: Vec<(Result<Recovered, RawTxError>, bool)> = answers
         .into_par_iter()
         .zip(txs.par_iter())
         .map(|(answer, tx)| refine(answer, tx))
@@ -74,24 +75,16 @@ pub fn recover_transactions(
     })
 }
 
-/// One transaction decoded on the host.
-fn on_host(tx: &[u8]) -> Result<Recovered, RecordError> {
-    recover_raw(tx).map_err(|e| RecordError::new("", e.to_string()))
-}
-
 /// A device's answer for `tx` as the host would give it, and whether the device agreed: a sender
 /// is taken as it is; a refusal is decoded again on the host for its message (and must name the
 /// host's cause); a deferred record is the host's to decode.
-fn refine(answer: TxAnswer, tx: &[u8]) -> (Result<Recovered, RecordError>, bool) {
+fn refine(answer: TxAnswer, tx: &[u8]) -> (Result<Recovered, RawTxError>, bool) {
     match answer {
         Ok(found) => (Ok(found), true),
         Err(code) => {
             let host = recover_raw(tx);
             let agrees = code == TX_DEFER || host.as_ref().is_err_and(|e| e.fault.code() == code);
-            (
-                host.map_err(|e| RecordError::new("", e.to_string())),
-                agrees,
-            )
+            (host, agrees)
         }
     }
 }
@@ -175,9 +168,10 @@ pub fn recover_records(
                 .next()
                 .flatten()
                 .ok_or_else(|| RecordError::new("sig", "no signer recovers from this signature")),
-            Pending::Transaction(_) => senders
-                .next()
-                .unwrap_or_else(|| Err(RecordError::new("tx", "no answer for this transaction"))),
+            Pending::Transaction(_) => match senders.next() {
+                Some(sender) => sender.map_err(|e| RecordError::new("", e.to_string())),
+                None => Err(RecordError::new("tx", "no answer for this transaction")),
+            },
         })
         .collect();
     Ok(RecoverOutcome {
