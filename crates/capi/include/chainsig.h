@@ -182,7 +182,8 @@
 // Record: a row before it was truncated, so where this one starts is unknown.
 #define CS_REC_UNREACHED 2
 
-// Record: the algorithm byte is not `CS_ALG_SM2`, `CS_ALG_SECP256K1` or `CS_ALG_P256`.
+// Record: the algorithm byte is not one the call takes: `CS_ALG_SM2`, `CS_ALG_SECP256K1` or
+// `CS_ALG_P256` for `cs_verify` and `cs_submit`, `CS_ALG_ETH_TX` for `cs_recover_transactions`.
 #define CS_REC_ALGORITHM 3
 
 // Record: unknown flag bits, non-zero reserved or padding bytes, a hash the algorithm does not

@@ -32,7 +32,8 @@ pub const CS_ERR_INTERNAL: i32 = -6;
 pub const CS_REC_TRUNCATED: i32 = 1;
 /// Record: a row before it was truncated, so where this one starts is unknown.
 pub const CS_REC_UNREACHED: i32 = 2;
-/// Record: the algorithm byte is not `CS_ALG_SM2`, `CS_ALG_SECP256K1` or `CS_ALG_P256`.
+/// Record: the algorithm byte is not one the call takes: `CS_ALG_SM2`, `CS_ALG_SECP256K1` or
+/// `CS_ALG_P256` for `cs_verify` and `cs_submit`, `CS_ALG_ETH_TX` for `cs_recover_transactions`.
 pub const CS_REC_ALGORITHM: i32 = 3;
 /// Record: unknown flag bits, non-zero reserved or padding bytes, a hash the algorithm does not
 /// use, low-s on SM2, or an identifier on an ECDSA row.
@@ -76,7 +77,7 @@ pub(crate) fn describe(code: i32) -> &'static std::ffi::CStr {
         CS_ERR_INTERNAL => c"internal error",
         CS_REC_TRUNCATED => c"row truncated by the end of the buffer",
         CS_REC_UNREACHED => c"row after a truncated row",
-        CS_REC_ALGORITHM => c"unknown algorithm",
+        CS_REC_ALGORITHM => c"unknown algorithm, or a row of the other kind",
         CS_REC_FORMAT => c"malformed row (flags, reserved or padding bytes, hash)",
         CS_REC_LENGTH => c"length out of range",
         CS_REC_PUBKEY => c"public key not on the curve",
