@@ -1,5 +1,5 @@
 // Package chainsig verifies batches of SM2, secp256k1 and P-256 signatures, and recovers
-// Ethereum senders, through chainsig's C library (libchainsig, crates/capi), on every CPU core
+// Ethereum senders (from signatures over digests, or from raw signed transactions), through chainsig's C library (libchainsig, crates/capi), on every CPU core
 // or an NVIDIA GPU, in process.
 //
 // Build the library first (cargo build --release -p chainsig-capi) and point cgo at it:
@@ -389,6 +389,78 @@ func (c *Context) RecoverBatch(reqs []RecoverRequest) ([]Recovered, []error, err
 		out[i].Found = bm.Valid(i)
 		copy(out[i].Address[:], addrs[20*i:])
 		copy(out[i].PubKey[:], keys[65*i:])
+	}
+	return out, errs, nil
+}
+
+// Why RecoverTransactions found no sender for a transaction (RecordError.Code): the causes the
+// CPU path sorts every refusal into, the same whichever backend decoded it.
+const (
+	CodeTxEmpty         = C.CS_REC_TX_EMPTY
+	CodeTxTooLong       = C.CS_REC_TX_TOO_LONG // above 131072 bytes
+	CodeTxType          = C.CS_REC_TX_TYPE     // a type byte other than 1-4
+	CodeTxMalformedRLP  = C.CS_REC_TX_RLP      // malformed or non-canonical RLP, a field out of range
+	CodeTxTrailingBytes = C.CS_REC_TX_TRAILING // bytes after the transaction
+	CodeTxBadV          = C.CS_REC_TX_V        // v or y_parity out of range
+	CodeTxHighS         = C.CS_REC_TX_HIGH_S   // s above n/2 (EIP-2)
+	CodeTxBadRS         = C.CS_REC_TX_RS       // r or s zero or not below the group order
+	CodeTxNoKey         = C.CS_REC_TX_NO_KEY   // no public key recovers from the signature
+)
+
+// RecoverTransactions finds the sender of each raw signed Ethereum transaction, exactly as
+// sent to a node: an EIP-2718 envelope of type 1 (EIP-2930), 2 (EIP-1559), 3 (EIP-4844 without
+// its sidecar) or 4 (EIP-7702), or a legacy transaction with or without EIP-155. The library
+// decodes the RLP, rebuilds the signing payload, hashes it and recovers the key (on the GPU
+// with "cuda", and "auto" for batches of 4096 and more; the answers are the CPU's). Found is
+// false when a transaction has no sender; its error then says why (Code a CS_REC_TX_* cause:
+// malformed RLP, bad v, high s, ...). A bad transaction never stops the others.
+func (c *Context) RecoverTransactions(txs [][]byte) ([]Recovered, []error, error) {
+	n := len(txs)
+	if n == 0 {
+		return nil, nil, nil
+	}
+	pre := make([]error, n)
+	size := 0
+	for i, tx := range txs {
+		if uint64(len(tx)) > 1<<32-1 {
+			// Sent as an empty row, whose answer is replaced by this error.
+			pre[i] = &RecordError{Index: i, Message: fmt.Sprintf("tx: %d bytes (at most 4 GiB)", len(tx))}
+			tx = nil
+		}
+		size += (C.CS_ROW_HEADER_LEN + len(tx) + 7) / 8 * 8
+	}
+	words := make([]uint64, (size+7)/8)
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
+	at := 0
+	for i, tx := range txs {
+		if pre[i] != nil {
+			tx = nil
+		}
+		buf[at] = C.CS_ALG_ETH_TX
+		binary.LittleEndian.PutUint32(buf[at+4:], uint32(len(tx)))
+		copy(buf[at+C.CS_ROW_HEADER_LEN:], tx)
+		at += (C.CS_ROW_HEADER_LEN + len(tx) + 7) / 8 * 8
+	}
+	addrs := make([]byte, n*20)
+	keys := make([]byte, n*65)
+	found := make([]uint64, (n+63)/64)
+	codes := make([]C.int32_t, n)
+	err := call(c.ctx, func() C.int32_t {
+		return C.cs_recover_transactions(c.ctx, (*C.uint8_t)(unsafe.Pointer(&words[0])), C.size_t(size), C.size_t(n),
+			(*C.uint8_t)(&addrs[0]), (*C.uint8_t)(&keys[0]), (*C.uint64_t)(&found[0]), C.size_t(len(found)), &codes[0])
+	})
+	runtime.KeepAlive(words)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]Recovered, n)
+	bm, errs := results(n, found, codes, pre)
+	for i := range out {
+		out[i].Found = bm.Valid(i) && pre[i] == nil
+		if out[i].Found {
+			copy(out[i].Address[:], addrs[20*i:])
+			copy(out[i].PubKey[:], keys[65*i:])
+		}
 	}
 	return out, errs, nil
 }

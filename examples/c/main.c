@@ -1,4 +1,5 @@
-/* chainsig from C: pack four rows, verify them at once and through a ticket, print the verdicts.
+/* chainsig from C: pack four rows, verify them at once and through a ticket, print the verdicts;
+ * then recover the sender of a raw Ethereum transaction from a transaction row.
  *
  * Build and run from the repository root (see Makefile):
  *   cargo build --release -p chainsig-capi
@@ -36,6 +37,25 @@ static size_t put_row(uint8_t *buf, size_t *at, uint8_t alg, uint8_t flags, cons
   *at += len;
   return len;
 }
+
+/* Appends one transaction row (CS_ALG_ETH_TX: the header, the transaction, zero padding). */
+static void put_tx_row(uint8_t *buf, size_t *at, const uint8_t *tx, uint32_t tx_len) {
+  uint8_t *row = buf + *at;
+  size_t len = (CS_ROW_HEADER_LEN + tx_len + CS_ROW_ALIGN - 1) / CS_ROW_ALIGN * CS_ROW_ALIGN;
+  memset(row, 0, len);
+  row[0] = CS_ALG_ETH_TX;
+  memcpy(row + 4, &tx_len, 4); /* little-endian hosts, as above */
+  memcpy(row + CS_ROW_HEADER_LEN, tx, tx_len);
+  *at += len;
+}
+
+/* The EIP-155 example transaction (nonce 9, 1 ether to 0x3535…35 on chain 1), signed by the key
+ * 0x4646…46, whose address is 0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F. */
+static const char *EIP155_TX =
+    "f86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a0"
+    "28ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb70330"
+    "4b3800ccf555c9f3dc64214b297fb1966a3b6d83";
+static const char *EIP155_SENDER = "9d8a62f656a8d1615c1294fd71e9cfb3e4855a4f";
 
 static const char *P256_KEY = "02088bb9ff22ab291a74c86fc677ba897baadee370cc6129b82d170ba3fc26415c";
 static const char *P256_SIG =
@@ -112,6 +132,26 @@ int main(void) {
   rc = cs_verify(ctx, rows + 1, 8, 1, bitmap, 1, NULL);
   printf("misaligned buffer: %s\n", cs_status_str(rc));
   ok &= rc == CS_ERR_ALIGNMENT;
+
+  /* Senders of raw transactions: the example, and the same cut short by a byte. */
+  uint8_t tx[110], sender[20], addresses[2 * CS_ADDRESS_LEN];
+  uint64_t found[1];
+  unhex(EIP155_TX, tx);
+  unhex(EIP155_SENDER, sender);
+  memset(storage, 0, sizeof storage);
+  at = 0;
+  put_tx_row(rows, &at, tx, sizeof tx);
+  put_tx_row(rows, &at, tx, sizeof tx - 1);
+  rc = cs_recover_transactions(ctx, rows, at, 2, addresses, NULL, found, 1, errors);
+  if (rc != CS_OK) {
+    fprintf(stderr, "cs_recover_transactions: %s\n", cs_last_error(ctx));
+    return 1;
+  }
+  printf("cs_recover_transactions: sender of record 0: 0x");
+  for (int i = 0; i < 20; i++) printf("%02x", addresses[i]);
+  printf("\n  record 1: %s (%s)\n", cs_status_str(errors[1]), cs_last_error(ctx));
+  ok &= found[0] == 1 && errors[0] == CS_OK && memcmp(addresses, sender, 20) == 0 &&
+        errors[1] == CS_REC_TX_RLP;
 
   cs_close(ctx);
   printf("%s\n", ok ? "all verdicts as expected" : "UNEXPECTED VERDICTS");

@@ -9,10 +9,10 @@
 
 use super::short;
 use chainsig_capi::{
-    cs_context, cs_last_error, cs_open, cs_verify, parse_rows, ParsedRow, CS_ERR_ARGUMENT,
-    CS_FLAG_MESSAGE, CS_FLAG_TAG, CS_OK, CS_REC_ALGORITHM, CS_REC_FORMAT, CS_REC_LENGTH,
-    CS_REC_TRUNCATED, CS_REC_UNREACHED, CS_ROW_ALIGN, CS_ROW_HEADER_LEN, CS_ROW_MIN_LEN,
-    CS_SIG_LEN,
+    cs_context, cs_last_error, cs_open, cs_verify, parse_rows, ParsedRow, CS_ALG_ETH_TX,
+    CS_ERR_ARGUMENT, CS_FLAG_MESSAGE, CS_FLAG_TAG, CS_OK, CS_REC_ALGORITHM, CS_REC_FORMAT,
+    CS_REC_LENGTH, CS_REC_TRUNCATED, CS_REC_UNREACHED, CS_ROW_ALIGN, CS_ROW_HEADER_LEN,
+    CS_ROW_MIN_LEN, CS_SIG_LEN,
 };
 use std::sync::OnceLock;
 
@@ -93,8 +93,13 @@ fn frames(buf: &[u8], n: usize) -> Vec<usize> {
         let h = &rest[..CS_ROW_HEADER_LEN];
         let msg_len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as u64;
         let id_len = u64::from(u16::from_le_bytes([h[8], h[9]]));
-        let body =
-            CS_ROW_HEADER_LEN as u64 + u64::from(h[10]) + CS_SIG_LEN as u64 + msg_len + id_len;
+        // A transaction row (CS_ALG_ETH_TX) has no r‖s field.
+        let sig_len = if h[0] == CS_ALG_ETH_TX {
+            0
+        } else {
+            CS_SIG_LEN as u64
+        };
+        let body = CS_ROW_HEADER_LEN as u64 + u64::from(h[10]) + sig_len + msg_len + id_len;
         let len = body.next_multiple_of(CS_ROW_ALIGN as u64)
             + if h[1] & CS_FLAG_TAG != 0 { 8 } else { 0 };
         if len > rest.len() as u64 {

@@ -42,6 +42,12 @@
  * Digests: SM2's e = SM3(Z_A || M) with Z_A of the identifier and key (GB/T 32918.2); ECDSA's z,
  * the message hash as the signer used it (taken as its leftmost 256 bits, SEC 1 §4.1.4).
  *
+ * Transaction rows (cs_recover_transactions): the same framing, algorithm CS_ALG_ETH_TX (4), the
+ * only flag CS_FLAG_TAG, pubkey_len and id_len 0, and no r-and-s field (the signature is inside
+ * the transaction): the 12-byte header, the raw signed transaction (msg_len bytes, exactly as
+ * sent to a node), zero padding to a multiple of 8, the tag if flagged. A 110-byte transaction
+ * is a 128-byte row. Each entry point refuses the other kind of row as CS_REC_ALGORITHM.
+ *
  * Ownership: the library never keeps a pointer it was given beyond the call (cs_submit copies
  * the rows). Strings it returns are its own: static, or (cs_last_error) valid until the calling
  * thread's next call with the same context. Contexts and tickets are handles; a closed context
@@ -87,6 +93,9 @@
 // The smallest possible row: header, a 33-byte key, r‖s, an empty message, padded.
 #define CS_ROW_MIN_LEN 112
 
+// The smallest possible transaction row: the header of an empty transaction, padded.
+#define CS_TX_ROW_MIN_LEN 16
+
 // Bytes of r‖s: r then s, each 32 bytes big-endian.
 #define CS_SIG_LEN 64
 
@@ -104,6 +113,11 @@
 
 // Algorithm byte: ECDSA on NIST P-256.
 #define CS_ALG_P256 3
+
+// Algorithm byte of a transaction row (`cs_recover_transactions`): a raw signed Ethereum
+// transaction (an EIP-2718 envelope of type 1–4 or a legacy RLP list) of `msg_len` bytes, with
+// no key and no r‖s field; `pubkey_len` and `id_len` are 0, and the only flag is `CS_FLAG_TAG`.
+#define CS_ALG_ETH_TX 4
 
 // Flag: the payload is a message of `msg_len` bytes, hashed by the library (SM2: SM3(Z_A ‖ M));
 // without it the payload is a 32-byte digest and `msg_len` must be 32.
@@ -168,7 +182,8 @@
 // Record: a row before it was truncated, so where this one starts is unknown.
 #define CS_REC_UNREACHED 2
 
-// Record: the algorithm byte is not `CS_ALG_SM2`, `CS_ALG_SECP256K1` or `CS_ALG_P256`.
+// Record: the algorithm byte is not one the call takes: `CS_ALG_SM2`, `CS_ALG_SECP256K1` or
+// `CS_ALG_P256` for `cs_verify` and `cs_submit`, `CS_ALG_ETH_TX` for `cs_recover_transactions`.
 #define CS_REC_ALGORITHM 3
 
 // Record: unknown flag bits, non-zero reserved or padding bytes, a hash the algorithm does not
@@ -183,6 +198,35 @@
 
 // Recovery record: v is not 0 or 1.
 #define CS_REC_RECOVERY_ID 7
+
+// Transaction record: no bytes.
+#define CS_REC_TX_EMPTY 11
+
+// Transaction record: longer than 131072 bytes (geth's transaction-pool limit).
+#define CS_REC_TX_TOO_LONG 12
+
+// Transaction record: a type byte other than 1–4 (EIP-2718), or a first byte that is neither a
+// type nor a legacy RLP list.
+#define CS_REC_TX_TYPE 13
+
+// Transaction record: malformed or non-canonical RLP, or a field that does not fit its type.
+#define CS_REC_TX_RLP 14
+
+// Transaction record: bytes left after the transaction.
+#define CS_REC_TX_TRAILING 15
+
+// Transaction record: a legacy `v` neither 27, 28 nor an EIP-155 value, or a typed
+// transaction's `y_parity` neither 0 nor 1.
+#define CS_REC_TX_V 16
+
+// Transaction record: s above n/2, refused since Homestead (EIP-2).
+#define CS_REC_TX_HIGH_S 17
+
+// Transaction record: r or s zero or not below the group order.
+#define CS_REC_TX_RS 18
+
+// Transaction record: no public key recovers from the signature (r is no point's x).
+#define CS_REC_TX_NO_KEY 19
 
 // An open verifier: its backends, known signers and worker threads. Opaque; a handle, not an
 // address, so a closed one is refused rather than read.
@@ -260,6 +304,31 @@ int32_t cs_recover(cs_context *ctx,
                    uint64_t *found_out,
                    size_t found_words,
                    int32_t *errors_out_or_null);
+
+// The senders of `n_rows` raw signed Ethereum transactions in transaction rows (`CS_ALG_ETH_TX`,
+// layout above) in `rows[0..rows_len_bytes]`: EIP-2718 envelopes of types 1–4 (EIP-2930,
+// EIP-1559, EIP-4844 without sidecar, EIP-7702) or legacy transactions with or without EIP-155.
+// With the `cuda` backend (and `auto` for batches of 4096 and more) each transaction is decoded,
+// hashed and recovered on the GPU; the answers, errors included, are the CPU's. For row i: bit i
+// of `found_out` is 1 when the sender was found; then `addresses_out[20·i..]` holds its address
+// and, when not NULL, `pubkeys_out_or_null[65·i..]` its uncompressed key; otherwise those bytes
+// are 0 and `errors_out_or_null[i]`, when not NULL, says why: a row code (`CS_REC_TRUNCATED`,
+// `CS_REC_ALGORITHM`, ...) or a transaction's (`CS_REC_TX_*`). `cs_last_error` then names the
+// first such record and its cause in words.
+//
+// # Safety
+// `rows` holds `rows_len_bytes` bytes; `addresses_out` 20·n_rows, `pubkeys_out_or_null` (if not
+// NULL) 65·n_rows, `found_out` `found_words` words, `errors_out_or_null` (if not NULL) n_rows
+// entries.
+int32_t cs_recover_transactions(cs_context *ctx,
+                                const uint8_t *rows,
+                                size_t rows_len_bytes,
+                                size_t n_rows,
+                                uint8_t *addresses_out,
+                                uint8_t *pubkeys_out_or_null,
+                                uint64_t *found_out,
+                                size_t found_words,
+                                int32_t *errors_out_or_null);
 
 // Queues `n_rows` rows for verification on the context's worker threads and returns at once;
 // the rows are copied, so the buffer may be reused on return. Shape errors (alignment, lengths,

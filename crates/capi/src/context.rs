@@ -1,11 +1,12 @@
 //! A context: the registry of backends a node opened, its known SM2 signers, its worker threads
-//! for submitted batches, and the verification and recovery the entry points call.
+//! for submitted batches, and the verification and recovery (of signatures and of raw
+//! transactions) the entry points call.
 //!
 //! Handles given to C are numbers from a counter, never addresses, looked up in a table on every
 //! call: a closed, never-opened or garbage handle is answered with `CS_ERR_CLOSED` instead of
 //! being dereferenced, and a handle is never reused, so a stale one cannot reach a newer context.
 
-use crate::rows::ParsedRow;
+use crate::rows::{ParsedRow, ParsedTxRow};
 use crate::status::*;
 use chainsig_core::backend::CPU;
 use chainsig_core::record::VerifyRecord;
@@ -15,6 +16,8 @@ use chainsig_cpu::prepare::{decode_pubkey, Preparer};
 use chainsig_cuda::signers::SignerKey;
 use chainsig_cuda::startup::{self, KnownSignersError};
 use chainsig_cuda::{CudaBackend, CudaConfig, NAME as CUDA};
+use chainsig_eth::rawtx::TxFault;
+use chainsig_eth::recover::recover_transactions;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock, RwLock};
@@ -249,6 +252,42 @@ impl Context {
         })
     }
 
+    /// The senders of raw signed Ethereum transactions, one per row (`CS_ALG_ETH_TX` rows parsed
+    /// by [`crate::rows::parse_tx_rows`]), through `chainsig_eth::recover::recover_transactions`:
+    /// on the GPU under `cuda` (and `auto` for large batches), else on the CPU, the errors the CPU
+    /// path's either way.
+    pub fn recover_transactions(&self, rows: Vec<ParsedTxRow>) -> Result<RecoveredBatch, Failure> {
+        let n = rows.len();
+        let mut out = RecoveredBatch {
+            signers: vec![None; n],
+            errors: vec![CS_OK; n],
+            note: None,
+        };
+        let mut wanted = Vec::with_capacity(n);
+        let mut txs = Vec::with_capacity(n);
+        for (i, row) in rows.into_iter().enumerate() {
+            match row {
+                Ok(tx) => {
+                    wanted.push(i);
+                    txs.push(tx);
+                }
+                Err((code, why)) => out.fail(i, code, &why),
+            }
+        }
+        if txs.is_empty() {
+            return Ok(out);
+        }
+        let recovered = recover_transactions(&self.registry, &self.backend, &txs)
+            .map_err(|e| Failure::new(CS_ERR_BACKEND, e.to_string()))?;
+        for (i, result) in wanted.into_iter().zip(recovered.results) {
+            match result {
+                Ok(signer) => out.signers[i] = Some(signer),
+                Err(e) => out.fail(i, tx_code(e.fault), &e.to_string()),
+            }
+        }
+        Ok(out)
+    }
+
     /// Replaces the known SM2 signers (uncompressed SEC1 keys). With the CUDA backend their
     /// records are verified through per-key tables; the CPU needs nothing, so there the keys are
     /// only checked.
@@ -316,6 +355,29 @@ impl Verified {
         self.errors[i] = code;
         self.note
             .get_or_insert_with(|| format!("record {i}: {}", clip(why)));
+    }
+}
+
+impl RecoveredBatch {
+    fn fail(&mut self, i: usize, code: i32, why: &str) {
+        self.errors[i] = code;
+        self.note
+            .get_or_insert_with(|| format!("record {i}: {}", clip(why)));
+    }
+}
+
+/// The record code of a transaction's fault (the CPU path's cause, which the GPU's shares).
+fn tx_code(fault: TxFault) -> i32 {
+    match fault {
+        TxFault::Empty => CS_REC_TX_EMPTY,
+        TxFault::TooLong => CS_REC_TX_TOO_LONG,
+        TxFault::UnsupportedType => CS_REC_TX_TYPE,
+        TxFault::MalformedRlp => CS_REC_TX_RLP,
+        TxFault::TrailingBytes => CS_REC_TX_TRAILING,
+        TxFault::BadV => CS_REC_TX_V,
+        TxFault::HighS => CS_REC_TX_HIGH_S,
+        TxFault::BadRs => CS_REC_TX_RS,
+        TxFault::NoKey => CS_REC_TX_NO_KEY,
     }
 }
 

@@ -1,5 +1,6 @@
 //! chainsig's C ABI: batch signature verification (SM2, secp256k1, P-256) and Ethereum sender
-//! recovery for a blockchain node in C, C++ or Go, in process.
+//! recovery (from signatures over digests, or from raw signed transactions) for a blockchain node
+//! in C, C++ or Go, in process.
 //!
 //! The header `include/chainsig.h` is generated from this crate by cbindgen (the test
 //! `header_is_current` fails when it drifts); its preamble (in `cbindgen.toml`) documents the row
@@ -199,7 +200,7 @@ pub unsafe extern "C" fn cs_verify(
         if bitmap_out.is_null() {
             return Err(null("bitmap_out"));
         }
-        rows::check_buffer(rows, rows_len_bytes, n_rows)?;
+        rows::check_buffer(rows, rows_len_bytes, n_rows, CS_ROW_MIN_LEN)?;
         if bitmap_words < n_rows.div_ceil(64) {
             return Err(Failure::new(
                 CS_ERR_ARGUMENT,
@@ -262,36 +263,120 @@ pub unsafe extern "C" fn cs_recover(
             ));
         }
         let batch = context.recover(std::slice::from_raw_parts(items, items_len_bytes))?;
-        let addresses = std::slice::from_raw_parts_mut(addresses_out, n * CS_ADDRESS_LEN);
-        let mut pubkeys = (!pubkeys_out_or_null.is_null())
-            .then(|| std::slice::from_raw_parts_mut(pubkeys_out_or_null, n * CS_PUBKEY_LEN));
-        let found = std::slice::from_raw_parts_mut(found_out, found_words);
-        for (i, signer) in batch.signers.iter().enumerate() {
-            let address = &mut addresses[i * CS_ADDRESS_LEN..(i + 1) * CS_ADDRESS_LEN];
-            let pubkey = pubkeys
-                .as_mut()
-                .map(|p| &mut p[i * CS_PUBKEY_LEN..(i + 1) * CS_PUBKEY_LEN]);
-            match signer {
-                Some(rec) => {
-                    found[i / 64] |= 1 << (i % 64);
-                    address.copy_from_slice(&rec.address);
-                    if let Some(pubkey) = pubkey {
-                        pubkey.copy_from_slice(&rec.pubkey);
-                    }
+        deliver_recovered(
+            &batch,
+            addresses_out,
+            pubkeys_out_or_null,
+            found_out,
+            found_words,
+            errors_out_or_null,
+        );
+        Ok(batch.note)
+    })
+}
+
+/// The senders of `n_rows` raw signed Ethereum transactions in transaction rows (`CS_ALG_ETH_TX`,
+/// layout above) in `rows[0..rows_len_bytes]`: EIP-2718 envelopes of types 1–4 (EIP-2930,
+/// EIP-1559, EIP-4844 without sidecar, EIP-7702) or legacy transactions with or without EIP-155.
+/// With the `cuda` backend (and `auto` for batches of 4096 and more) each transaction is decoded,
+/// hashed and recovered on the GPU; the answers, errors included, are the CPU's. For row i: bit i
+/// of `found_out` is 1 when the sender was found; then `addresses_out[20·i..]` holds its address
+/// and, when not NULL, `pubkeys_out_or_null[65·i..]` its uncompressed key; otherwise those bytes
+/// are 0 and `errors_out_or_null[i]`, when not NULL, says why: a row code (`CS_REC_TRUNCATED`,
+/// `CS_REC_ALGORITHM`, ...) or a transaction's (`CS_REC_TX_*`). `cs_last_error` then names the
+/// first such record and its cause in words.
+///
+/// # Safety
+/// `rows` holds `rows_len_bytes` bytes; `addresses_out` 20·n_rows, `pubkeys_out_or_null` (if not
+/// NULL) 65·n_rows, `found_out` `found_words` words, `errors_out_or_null` (if not NULL) n_rows
+/// entries.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cs_recover_transactions(
+    ctx: *mut cs_context,
+    rows: *const u8,
+    rows_len_bytes: usize,
+    n_rows: usize,
+    addresses_out: *mut u8,
+    pubkeys_out_or_null: *mut u8,
+    found_out: *mut u64,
+    found_words: usize,
+    errors_out_or_null: *mut i32,
+) -> i32 {
+    clear_bitmap(found_out, found_words);
+    with_context(ctx, |context| {
+        for (ptr, what) in [
+            (addresses_out.is_null(), "addresses_out"),
+            (found_out.is_null(), "found_out"),
+        ] {
+            if ptr {
+                return Err(null(what));
+            }
+        }
+        rows::check_buffer(rows, rows_len_bytes, n_rows, CS_TX_ROW_MIN_LEN)?;
+        if found_words < n_rows.div_ceil(64) {
+            return Err(Failure::new(
+                CS_ERR_ARGUMENT,
+                format!("found_words {found_words} is too small for {n_rows} rows"),
+            ));
+        }
+        let bytes = std::slice::from_raw_parts(rows, rows_len_bytes);
+        let batch = context.recover_transactions(rows::parse_tx_rows(bytes, n_rows)?)?;
+        deliver_recovered(
+            &batch,
+            addresses_out,
+            pubkeys_out_or_null,
+            found_out,
+            found_words,
+            errors_out_or_null,
+        );
+        Ok(batch.note)
+    })
+}
+
+/// Copies recovered signers into the caller's buffers: the address and (when wanted) key of each
+/// one found with its bit set, zeros for the others, and the record codes.
+///
+/// # Safety
+/// As `cs_recover` for `batch.signers.len()` items; `found` holds `found_words` words, enough
+/// for them.
+unsafe fn deliver_recovered(
+    batch: &context::RecoveredBatch,
+    addresses_out: *mut u8,
+    pubkeys_out_or_null: *mut u8,
+    found_out: *mut u64,
+    found_words: usize,
+    errors_out_or_null: *mut i32,
+) {
+    let n = batch.signers.len();
+    let addresses = std::slice::from_raw_parts_mut(addresses_out, n * CS_ADDRESS_LEN);
+    let mut pubkeys = (!pubkeys_out_or_null.is_null())
+        .then(|| std::slice::from_raw_parts_mut(pubkeys_out_or_null, n * CS_PUBKEY_LEN));
+    let found = std::slice::from_raw_parts_mut(found_out, found_words);
+    for (i, signer) in batch.signers.iter().enumerate() {
+        let address = &mut addresses[i * CS_ADDRESS_LEN..(i + 1) * CS_ADDRESS_LEN];
+        let pubkey = pubkeys
+            .as_mut()
+            .map(|p| &mut p[i * CS_PUBKEY_LEN..(i + 1) * CS_PUBKEY_LEN]);
+        match signer {
+            Some(rec) => {
+                found[i / 64] |= 1 << (i % 64);
+                address.copy_from_slice(&rec.address);
+                if let Some(pubkey) = pubkey {
+                    pubkey.copy_from_slice(&rec.pubkey);
                 }
-                None => {
-                    address.fill(0);
-                    if let Some(pubkey) = pubkey {
-                        pubkey.fill(0);
-                    }
+            }
+            None => {
+                address.fill(0);
+                if let Some(pubkey) = pubkey {
+                    pubkey.fill(0);
                 }
             }
         }
-        if !errors_out_or_null.is_null() {
-            std::slice::from_raw_parts_mut(errors_out_or_null, n).copy_from_slice(&batch.errors);
-        }
-        Ok(batch.note)
-    })
+    }
+    if !errors_out_or_null.is_null() {
+        std::slice::from_raw_parts_mut(errors_out_or_null, n).copy_from_slice(&batch.errors);
+    }
 }
 
 /// Queues `n_rows` rows for verification on the context's worker threads and returns at once;
@@ -313,7 +398,7 @@ pub unsafe extern "C" fn cs_submit(
             return Err(null("out"));
         }
         *out = std::ptr::null_mut();
-        rows::check_buffer(rows, rows_len_bytes, n_rows)?;
+        rows::check_buffer(rows, rows_len_bytes, n_rows, CS_ROW_MIN_LEN)?;
         let copy = std::slice::from_raw_parts(rows, rows_len_bytes).to_vec();
         let id = ticket::submit(ctx_id(ctx), context.clone(), copy, n_rows)?;
         *out = id as usize as *mut cs_ticket;

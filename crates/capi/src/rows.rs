@@ -1,4 +1,5 @@
-//! The packed row format of `cs_verify` and `cs_submit`, and its parser.
+//! The packed row format of `cs_verify`, `cs_submit` and `cs_recover_transactions`, and its
+//! parser.
 //!
 //! A batch is one byte buffer of rows back to back, each row self-describing and padded to a
 //! multiple of 8 bytes, so a node can append rows to a growing buffer without an index and the
@@ -7,6 +8,12 @@
 //! `CS_REC_TRUNCATED` (the rows after it as `CS_REC_UNREACHED`), never read out of bounds. Fields
 //! are checked for what they may hold (reserved bytes zero, known flags, lengths in range), so a
 //! misframed buffer is refused record by record rather than silently read as something else.
+//!
+//! A raw transaction's row (`CS_ALG_ETH_TX`) is framed the same way with no key and no r‖s (the
+//! signature is inside the transaction): the header, then the transaction's `msg_len` bytes. One
+//! framing ([`frame_rows`]) walks both kinds; each entry point then reads the rows it takes
+//! ([`parse_rows`] signatures, [`parse_tx_rows`] transactions) and refuses the other kind as
+//! `CS_REC_ALGORITHM`.
 //!
 //! Written by hand: the format is ours (it is the C ABI), and the parser is a few bounds-checked
 //! slice reads; a serialisation crate would bring a format of its own.
@@ -21,6 +28,8 @@ pub const CS_ROW_HEADER_LEN: usize = 12;
 pub const CS_ROW_ALIGN: usize = 8;
 /// The smallest possible row: header, a 33-byte key, r‖s, an empty message, padded.
 pub const CS_ROW_MIN_LEN: usize = 112;
+/// The smallest possible transaction row: the header of an empty transaction, padded.
+pub const CS_TX_ROW_MIN_LEN: usize = 16;
 /// Bytes of r‖s: r then s, each 32 bytes big-endian.
 pub const CS_SIG_LEN: usize = 64;
 /// Bytes of a digest (SM2's e, ECDSA's z).
@@ -34,6 +43,10 @@ pub const CS_ALG_SM2: u8 = 1;
 pub const CS_ALG_SECP256K1: u8 = 2;
 /// Algorithm byte: ECDSA on NIST P-256.
 pub const CS_ALG_P256: u8 = 3;
+/// Algorithm byte of a transaction row (`cs_recover_transactions`): a raw signed Ethereum
+/// transaction (an EIP-2718 envelope of type 1–4 or a legacy RLP list) of `msg_len` bytes, with
+/// no key and no r‖s field; `pubkey_len` and `id_len` are 0, and the only flag is `CS_FLAG_TAG`.
+pub const CS_ALG_ETH_TX: u8 = 4;
 
 /// Flag: the payload is a message of `msg_len` bytes, hashed by the library (SM2: SM3(Z_A ‖ M));
 /// without it the payload is a 32-byte digest and `msg_len` must be 32.
@@ -62,11 +75,25 @@ pub const CS_HASH_SHA3_256: u8 = 4;
 
 const KNOWN_FLAGS: u8 = CS_FLAG_MESSAGE | CS_FLAG_LOW_S | CS_FLAG_SM2_ID | CS_FLAG_TAG | 0x70;
 
-/// One row's outcome: the record and its low-s rule, or a record code and why.
-pub type ParsedRow = Result<(VerifyRecord, bool), (i32, String)>;
+/// A row read as `T`, or its record code and why.
+pub type RowResult<T> = Result<T, (i32, String)>;
 
-/// Checks the call-level shape of a rows buffer: alignment, length, row count.
-pub fn check_buffer(ptr: *const u8, len: usize, n_rows: usize) -> Result<(), Failure> {
+/// One row's outcome: the record and its low-s rule, or a record code and why.
+pub type ParsedRow = RowResult<(VerifyRecord, bool)>;
+
+/// One transaction row's outcome: the transaction's bytes (where they lie in the caller's
+/// buffer), or a record code and why.
+pub type ParsedTxRow<'a> = RowResult<&'a [u8]>;
+
+/// Checks the call-level shape of a rows buffer: alignment, length, row count, for rows of at
+/// least `min_row` bytes ([`CS_ROW_MIN_LEN`] for signatures, [`CS_TX_ROW_MIN_LEN`] for
+/// transactions).
+pub fn check_buffer(
+    ptr: *const u8,
+    len: usize,
+    n_rows: usize,
+    min_row: usize,
+) -> Result<(), Failure> {
     if ptr.is_null() {
         return Err(Failure::new(CS_ERR_NULL, "rows is NULL"));
     }
@@ -79,24 +106,39 @@ pub fn check_buffer(ptr: *const u8, len: usize, n_rows: usize) -> Result<(), Fai
             format!("rows must start on 8 bytes and be a multiple of 8 long (length {len})"),
         ));
     }
-    if len / CS_ROW_MIN_LEN < n_rows {
+    if len / min_row < n_rows {
         return Err(Failure::new(
             CS_ERR_ARGUMENT,
-            format!("{len} bytes cannot hold {n_rows} rows (each at least {CS_ROW_MIN_LEN} bytes)"),
+            format!("{len} bytes cannot hold {n_rows} rows (each at least {min_row} bytes)"),
         ));
     }
     Ok(())
 }
 
-/// Parses `n_rows` rows of `buf`. Fails only when rows end before the buffer does (the count or
-/// a length is wrong: which records were meant is unknown).
+/// Parses `n_rows` signature rows of `buf`. Fails only when rows end before the buffer does (the
+/// count or a length is wrong: which records were meant is unknown).
 pub fn parse_rows(buf: &[u8], n_rows: usize) -> Result<Vec<ParsedRow>, Failure> {
+    frame_rows(buf, n_rows, parse_row)
+}
+
+/// Parses `n_rows` transaction rows of `buf`, as [`parse_rows`] does signature rows; each
+/// transaction is borrowed from `buf`, not copied.
+pub fn parse_tx_rows(buf: &[u8], n_rows: usize) -> Result<Vec<ParsedTxRow<'_>>, Failure> {
+    frame_rows(buf, n_rows, parse_tx_row)
+}
+
+/// Walks `n_rows` rows of `buf` by their headers and reads each framed one with `parse`.
+fn frame_rows<'a, T>(
+    buf: &'a [u8],
+    n_rows: usize,
+    parse: impl Fn(&'a [u8]) -> RowResult<T>,
+) -> Result<Vec<RowResult<T>>, Failure> {
     let mut rows = Vec::with_capacity(n_rows);
     let mut at = 0usize;
     for i in 0..n_rows {
         match frame(&buf[at..]) {
             Some(len) => {
-                rows.push(parse_row(&buf[at..at + len]));
+                rows.push(parse(&buf[at..at + len]));
                 at += len;
             }
             None => {
@@ -151,11 +193,17 @@ fn header(row: &[u8]) -> Option<Header> {
     })
 }
 
-/// Unpadded length of a row's fields (the tag excluded), with overflow checked.
+/// Unpadded length of a row's fields (the tag excluded), with overflow checked. A transaction
+/// row has no r‖s field.
 fn body_len(h: &Header) -> Option<usize> {
+    let sig_len = if h.alg == CS_ALG_ETH_TX {
+        0
+    } else {
+        CS_SIG_LEN
+    };
     CS_ROW_HEADER_LEN
         .checked_add(h.pubkey_len)?
-        .checked_add(CS_SIG_LEN)?
+        .checked_add(sig_len)?
         .checked_add(h.msg_len)?
         .checked_add(h.id_len)
 }
@@ -177,6 +225,12 @@ fn parse_row(row: &[u8]) -> ParsedRow {
         CS_ALG_SM2 => Algorithm::Sm2,
         CS_ALG_SECP256K1 => Algorithm::Secp256k1,
         CS_ALG_P256 => Algorithm::P256,
+        CS_ALG_ETH_TX => {
+            return Err((
+                CS_REC_ALGORITHM,
+                "a transaction row (CS_ALG_ETH_TX): cs_recover_transactions reads it".into(),
+            ))
+        }
         other => return Err((CS_REC_ALGORITHM, format!("algorithm byte {other}"))),
     };
     let format_err = |why: String| Err((CS_REC_FORMAT, why));
@@ -274,4 +328,46 @@ fn parse_row(row: &[u8]) -> ParsedRow {
         },
         low_s,
     ))
+}
+
+/// Decodes one framed transaction row (`row` is exactly its bytes): the transaction's bytes.
+/// Whether they are a transaction is the decoder's question, not the framing's.
+fn parse_tx_row(row: &[u8]) -> ParsedTxRow<'_> {
+    let h = header(row).expect("framed rows hold a header");
+    if h.alg != CS_ALG_ETH_TX {
+        return Err((
+            CS_REC_ALGORITHM,
+            format!(
+                "algorithm byte {} (a transaction row is CS_ALG_ETH_TX, 4)",
+                h.alg
+            ),
+        ));
+    }
+    if h.reserved != 0 || h.reserved2 != 0 {
+        return Err((CS_REC_FORMAT, "reserved header bytes are not zero".into()));
+    }
+    if h.flags & !CS_FLAG_TAG != 0 {
+        return Err((
+            CS_REC_FORMAT,
+            format!(
+                "flag bits 0x{:02x} on a transaction row (only CS_FLAG_TAG applies)",
+                h.flags & !CS_FLAG_TAG
+            ),
+        ));
+    }
+    if h.pubkey_len != 0 || h.id_len != 0 {
+        return Err((
+            CS_REC_LENGTH,
+            format!(
+                "pubkey_len {} and id_len {} on a transaction row (expected 0 and 0)",
+                h.pubkey_len, h.id_len
+            ),
+        ));
+    }
+    let body = body_len(&h).expect("framed rows have a length");
+    let tag = if h.flags & CS_FLAG_TAG != 0 { 8 } else { 0 };
+    if row[body..row.len() - tag].iter().any(|&b| b != 0) {
+        return Err((CS_REC_FORMAT, "padding bytes are not zero".into()));
+    }
+    Ok(&row[CS_ROW_HEADER_LEN..body])
 }

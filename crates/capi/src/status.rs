@@ -32,7 +32,8 @@ pub const CS_ERR_INTERNAL: i32 = -6;
 pub const CS_REC_TRUNCATED: i32 = 1;
 /// Record: a row before it was truncated, so where this one starts is unknown.
 pub const CS_REC_UNREACHED: i32 = 2;
-/// Record: the algorithm byte is not `CS_ALG_SM2`, `CS_ALG_SECP256K1` or `CS_ALG_P256`.
+/// Record: the algorithm byte is not one the call takes: `CS_ALG_SM2`, `CS_ALG_SECP256K1` or
+/// `CS_ALG_P256` for `cs_verify` and `cs_submit`, `CS_ALG_ETH_TX` for `cs_recover_transactions`.
 pub const CS_REC_ALGORITHM: i32 = 3;
 /// Record: unknown flag bits, non-zero reserved or padding bytes, a hash the algorithm does not
 /// use, low-s on SM2, or an identifier on an ECDSA row.
@@ -43,6 +44,26 @@ pub const CS_REC_LENGTH: i32 = 5;
 pub const CS_REC_PUBKEY: i32 = 6;
 /// Recovery record: v is not 0 or 1.
 pub const CS_REC_RECOVERY_ID: i32 = 7;
+/// Transaction record: no bytes.
+pub const CS_REC_TX_EMPTY: i32 = 11;
+/// Transaction record: longer than 131072 bytes (geth's transaction-pool limit).
+pub const CS_REC_TX_TOO_LONG: i32 = 12;
+/// Transaction record: a type byte other than 1–4 (EIP-2718), or a first byte that is neither a
+/// type nor a legacy RLP list.
+pub const CS_REC_TX_TYPE: i32 = 13;
+/// Transaction record: malformed or non-canonical RLP, or a field that does not fit its type.
+pub const CS_REC_TX_RLP: i32 = 14;
+/// Transaction record: bytes left after the transaction.
+pub const CS_REC_TX_TRAILING: i32 = 15;
+/// Transaction record: a legacy `v` neither 27, 28 nor an EIP-155 value, or a typed
+/// transaction's `y_parity` neither 0 nor 1.
+pub const CS_REC_TX_V: i32 = 16;
+/// Transaction record: s above n/2, refused since Homestead (EIP-2).
+pub const CS_REC_TX_HIGH_S: i32 = 17;
+/// Transaction record: r or s zero or not below the group order.
+pub const CS_REC_TX_RS: i32 = 18;
+/// Transaction record: no public key recovers from the signature (r is no point's x).
+pub const CS_REC_TX_NO_KEY: i32 = 19;
 
 /// The English name of a status or record code, for logs; a static string, never NULL.
 pub(crate) fn describe(code: i32) -> &'static std::ffi::CStr {
@@ -56,11 +77,20 @@ pub(crate) fn describe(code: i32) -> &'static std::ffi::CStr {
         CS_ERR_INTERNAL => c"internal error",
         CS_REC_TRUNCATED => c"row truncated by the end of the buffer",
         CS_REC_UNREACHED => c"row after a truncated row",
-        CS_REC_ALGORITHM => c"unknown algorithm",
+        CS_REC_ALGORITHM => c"unknown algorithm, or a row of the other kind",
         CS_REC_FORMAT => c"malformed row (flags, reserved or padding bytes, hash)",
         CS_REC_LENGTH => c"length out of range",
         CS_REC_PUBKEY => c"public key not on the curve",
         CS_REC_RECOVERY_ID => c"recovery id not 0 or 1",
+        CS_REC_TX_EMPTY => c"transaction: empty",
+        CS_REC_TX_TOO_LONG => c"transaction: above 131072 bytes",
+        CS_REC_TX_TYPE => c"transaction: unsupported type",
+        CS_REC_TX_RLP => c"transaction: malformed RLP or a field out of range",
+        CS_REC_TX_TRAILING => c"transaction: trailing bytes after it",
+        CS_REC_TX_V => c"transaction: v or y_parity out of range",
+        CS_REC_TX_HIGH_S => c"transaction: s above n/2 (EIP-2)",
+        CS_REC_TX_RS => c"transaction: r or s zero or not below the group order",
+        CS_REC_TX_NO_KEY => c"transaction: no public key recovers from the signature",
         _ => c"unknown code",
     }
 }

@@ -13,6 +13,10 @@ use rand_chacha::ChaCha8Rng;
 use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 
+// cs_recover_transactions; a directory without main.rs, so not a test binary of its own.
+#[path = "capi/transactions.rs"]
+mod transactions;
+
 // ---------------------------------------------------------------------------------------------
 // Building rows
 

@@ -1,20 +1,18 @@
 //! `chainsig recover`: Ethereum senders from raw signed transactions or bare signatures, read as
 //! JSON Lines or (`--raw`) as length-prefixed raw transactions (`chainsig_eth::rawtx::frames`).
 //!
-//! `--raw --backend cuda` runs each chunk's transactions wholly on the GPU
-//! (`CudaBackend::recover_raw`: RLP, signing payload, Keccak, recovery, address). A record the GPU
-//! refuses is decoded again by the CPU path for its message, so errors read as the CPU's; one
-//! the GPU hands back (a blob transaction with its sidecar) is recovered by the CPU path.
+//! Both go through `chainsig_eth::recover::recover_records`: with `--backend cuda` (or `auto` and
+//! a chunk of at least the GPU crossover) each chunk's raw transactions run wholly on the GPU
+//! (RLP, signing payload, Keccak, recovery, address), a record the GPU refuses is decoded again
+//! by the CPU path for its message, so errors read as the CPU's, and one the GPU hands back (a
+//! blob transaction with its sidecar) is recovered by the CPU path.
 
 use crate::{backends, input};
 use anyhow::Context;
 use chainsig_core::record::{parse_recover_line, RecoverRecord};
 use chainsig_core::{RecordError, Recovered};
-use chainsig_cuda::ethtx::{RawBatch, FAULT_DEFER};
-use chainsig_cuda::{CudaBackend, CudaConfig};
 use chainsig_eth::rawtx::frames::FrameReader;
-use chainsig_eth::rawtx::recover_raw;
-use chainsig_eth::recover::recover_records;
+use chainsig_eth::recover::{recover_records, RecoverOutcome};
 use rayon::prelude::*;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -41,9 +39,6 @@ pub struct RecoverArgs {
 const RAW_CHUNK: usize = 1 << 16;
 
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
-    if args.raw && args.backend == chainsig_cuda::NAME {
-        return run_raw_on_gpu(&args);
-    }
     let registry = backends::registry(&args.backend);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -68,7 +63,7 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
                         .map_err(|e| RecordError::new("", e.to_string()))
                 })
                 .collect();
-            let outcome = recover_records(&registry, &args.backend, records)?;
+            let outcome = tally.recover(&registry, &args.backend, records)?;
             // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
             let _writing = crate::stop::writing();
             for (index, result) in indices.into_iter().zip(outcome.results) {
@@ -87,7 +82,7 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
                     Err(reason) => Err(RecordError::new("", reason.clone())),
                 })
                 .collect();
-            let outcome = recover_records(&registry, &args.backend, records)?;
+            let outcome = tally.recover(&registry, &args.backend, records)?;
             let _writing = crate::stop::writing();
             for ((number, _), result) in chunk.iter().zip(outcome.results) {
                 tally.write(&mut out, "line", *number, result)?;
@@ -96,72 +91,37 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
     }
-    Ok(tally.finish("", args.fail_on_invalid))
+    Ok(tally.finish(args.fail_on_invalid))
 }
 
-/// `--raw --backend cuda`: every chunk's transactions through `CudaBackend::recover_raw`.
-fn run_raw_on_gpu(args: &RecoverArgs) -> anyhow::Result<ExitCode> {
-    let config = CudaConfig::from_env().map_err(|e| anyhow::anyhow!("--backend cuda: {e}"))?;
-    let gpu = CudaBackend::new(config).context("--backend cuda")?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut tally = Tally::default();
-    let mut disagreements = 0u64;
-    let mut frames = FrameReader::new(std::io::BufReader::with_capacity(
-        1 << 20,
-        open_raw(args.file.as_deref())?,
-    ));
-    loop {
-        let chunk = frames.chunk(RAW_CHUNK).context("reading input")?;
-        if chunk.is_empty() {
-            break;
-        }
-        // Framing errors stay on the host; the framed records go to the GPU as one batch.
-        let batch = RawBatch::pack(
-            chunk
-                .iter()
-                .filter_map(|(_, frame)| frame.as_ref().ok().map(Vec::as_slice)),
-        );
-        let mut answers = gpu.recover_raw(&batch)?.into_iter();
-        let _writing = crate::stop::writing();
-        for (index, frame) in chunk {
-            let result = match frame {
-                Err(e) => Err(RecordError::new("", e.to_string())),
-                Ok(raw) => {
-                    let answer = answers.next().context("the GPU returned too few answers")?;
-                    match answer {
-                        Ok((address, pubkey)) => Ok(Recovered { pubkey, address }),
-                        Err(code) => {
-                            // The CPU path gives the message (and decides deferred records).
-                            let cpu = recover_raw(&raw);
-                            let agrees = code == FAULT_DEFER
-                                || cpu.as_ref().is_err_and(|e| e.fault.code() == code);
-                            disagreements += u64::from(!agrees);
-                            cpu.map_err(|e| RecordError::new("", e.to_string()))
-                        }
-                    }
-                }
-            };
-            tally.write(&mut out, "record", index, result)?;
-        }
-        out.flush()?;
-    }
-    if disagreements > 0 {
-        eprintln!(
-            "warning: the GPU and the CPU path disagreed on {disagreements} records; the CPU's answers were printed"
-        );
-    }
-    Ok(tally.finish(" (cuda)", args.fail_on_invalid))
-}
-
-/// Records answered and refused so far.
+/// Records answered and refused so far, and where the raw transactions went.
 #[derive(Default)]
 struct Tally {
     total: u64,
     failed: u64,
+    /// The device that decoded raw transactions, if one did.
+    device: Option<String>,
+    /// Transactions the device refused for another cause than the CPU path's.
+    disagreements: u64,
 }
 
 impl Tally {
+    /// One chunk's records through `recover_records`, noting where the transactions went.
+    fn recover(
+        &mut self,
+        registry: &chainsig_core::Registry,
+        backend: &str,
+        records: Vec<Result<chainsig_core::record::RecoverRecord, RecordError>>,
+    ) -> anyhow::Result<RecoverOutcome> {
+        let outcome = recover_records(registry, backend, records)
+            .with_context(|| format!("--backend {backend}"))?;
+        if let Some((device, _)) = &outcome.transactions {
+            self.device = Some(device.clone());
+        }
+        self.disagreements += outcome.disagreements;
+        Ok(outcome)
+    }
+
     /// Writes one answer line, `{"<key>": at, "address", "pubkey"}` or `{"<key>": at, "error"}`.
     fn write(
         &mut self,
@@ -185,10 +145,21 @@ impl Tally {
         self.total += 1;
         writeln!(out, "{}", serde_json::Value::Object(line))
     }
-    /// The summary line on stderr (`note` after it, e.g. the backend), and the exit status: 1
-    /// under `--fail-on-invalid` when any record failed.
-    fn finish(self, note: &str, fail_on_invalid: bool) -> ExitCode {
-        let Tally { total, failed } = self;
+    /// The summary line on stderr (with the device that decoded transactions, if one did), and
+    /// the exit status: 1 under `--fail-on-invalid` when any record failed.
+    fn finish(self, fail_on_invalid: bool) -> ExitCode {
+        let Tally {
+            total,
+            failed,
+            device,
+            disagreements,
+        } = self;
+        if disagreements > 0 {
+            eprintln!(
+                "warning: the GPU and the CPU path disagreed on {disagreements} records; the CPU's answers were printed"
+            );
+        }
+        let note = device.map(|d| format!(" ({d})")).unwrap_or_default();
         eprintln!(
             "recovered {} of {total} records, {failed} errors{note}",
             total - failed

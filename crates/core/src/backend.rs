@@ -75,7 +75,35 @@ pub trait Backend: Send + Sync {
             what: "recovery".into(),
         })
     }
+
+    /// Whether [`Backend::recover_transactions`] is implemented: the backend decodes raw signed
+    /// Ethereum transactions on its own device. The CPU does not: there the host decodes them
+    /// (`chainsig_eth::rawtx::recover_raw`, which this crate cannot reach).
+    fn recovers_transactions(&self) -> bool {
+        false
+    }
+
+    /// The sender of each raw signed Ethereum transaction (EIP-2718 envelopes of types 1–4, or
+    /// legacy RLP lists), answer i for transaction i: RLP, the signing payload's Keccak-256,
+    /// recovery and the address on the device. A refusal is a [`TxAnswer`]'s fault number.
+    fn recover_transactions(&self, txs: &[&[u8]]) -> Result<Vec<TxAnswer>, BackendError> {
+        let _ = txs;
+        Err(BackendError::Unsupported {
+            backend: self.name().to_string(),
+            what: "raw transactions".into(),
+        })
+    }
 }
+
+/// One raw transaction's answer from a backend that decodes transactions on its device: the
+/// sender, or the number of why there is none. The numbers are those of
+/// `chainsig_eth::rawtx::TxFault` (1 to 9, the same cause as the CPU path's error), or
+/// [`TX_DEFER`].
+pub type TxAnswer = Result<Recovered, u32>;
+
+/// The fault number of a transaction the device leaves to the host to decode (a blob
+/// transaction in its network form, with its sidecar): not a refusal.
+pub const TX_DEFER: u32 = 10;
 
 /// Backends by name, with the reasons for the ones that could not start.
 ///
@@ -235,6 +263,45 @@ impl Registry {
         })
     }
 
+    /// Raw Ethereum transactions' senders on a backend that decodes transactions on its own
+    /// device ([`Backend::recovers_transactions`]): the backend `name` names, or under `auto` the
+    /// first accelerator that does, for batches of at least the crossover. Returns its answers
+    /// and its name, or `None` when the host is to decode the transactions itself: under `cpu`,
+    /// with a named backend that does not decode them, under `auto` without such an accelerator
+    /// or below the crossover, and under `auto` when the device failed (the CPU fallback of
+    /// [`Registry::verify`]). A backend named but unavailable, or failing when named, is an error.
+    pub fn recover_transactions(
+        &self,
+        name: &str,
+        txs: &[&[u8]],
+    ) -> Result<Option<(Vec<TxAnswer>, String)>, BackendError> {
+        let device = if name == "auto" {
+            let accelerator = self
+                .backends
+                .iter()
+                .find(|b| b.name() != CPU && b.recovers_transactions());
+            match accelerator {
+                Some(b) if txs.len() >= self.gpu_crossover => b.clone(),
+                _ => return Ok(None),
+            }
+        } else {
+            let backend = self.get(name)?;
+            if !backend.recovers_transactions() {
+                return Ok(None);
+            }
+            backend
+        };
+        let work = |b: &dyn Backend| answered(b, txs.len(), b.recover_transactions(txs)?);
+        match contained(device.as_ref(), &work) {
+            Ok(answers) => Ok(Some((answers, device.name().to_string()))),
+            Err(err) if name == "auto" => {
+                tracing::warn!(backend = device.name(), error = %err, "falling back to the CPU");
+                Ok(None)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
     /// Ethereum sender recovery on the backend `select` picks, with the same CPU fallback as
     /// [`Registry::verify`]. Returns the signers and the name of the backend that found them.
     pub fn recover(
@@ -289,6 +356,12 @@ impl Answers for RawOutcome {
 }
 
 impl Answers for Vec<Option<Recovered>> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Answers for Vec<TxAnswer> {
     fn count(&self) -> usize {
         self.len()
     }
@@ -485,6 +558,122 @@ mod tests {
             reg.recover("gpu", &items),
             Err(BackendError::Unsupported { .. })
         ));
+    }
+
+    /// Decodes "transactions" on its device: a one-byte transaction `[k]` answers fault `k`
+    /// (0: a sender whose address is 20 bytes of the transaction's length); optionally it fails.
+    struct TxDevice {
+        name: &'static str,
+        fails: bool,
+    }
+
+    impl Backend for TxDevice {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn supports(&self, _alg: Algorithm) -> bool {
+            false
+        }
+        fn verify_batch(&self, _batch: &Batch) -> Result<Bitmap, BackendError> {
+            unreachable!("not a verifier")
+        }
+        fn recovers_transactions(&self) -> bool {
+            true
+        }
+        fn recover_transactions(&self, txs: &[&[u8]]) -> Result<Vec<TxAnswer>, BackendError> {
+            if self.fails {
+                return Err(BackendError::Device {
+                    backend: self.name.into(),
+                    reason: "boom".into(),
+                });
+            }
+            Ok(txs
+                .iter()
+                .map(|tx| match tx.first() {
+                    Some(&k) if k > 0 => Err(u32::from(k)),
+                    _ => Ok(Recovered {
+                        pubkey: [4; 65],
+                        address: [tx.len() as u8; 20],
+                    }),
+                })
+                .collect())
+        }
+    }
+
+    #[test]
+    fn transactions_go_to_a_device_that_decodes_them_or_back_to_the_host() {
+        let fake_cpu = Arc::new(Fake {
+            name: CPU,
+            fails: false,
+        });
+        let mut reg = Registry::new();
+        reg.register(fake_cpu);
+        reg.set_gpu_crossover(3);
+        let txs: Vec<&[u8]> = vec![&[0, 0], &[TX_DEFER as u8], &[7]];
+        // No device: the host decodes, under every name that exists.
+        assert!(reg.recover_transactions("auto", &txs).unwrap().is_none());
+        assert!(reg.recover_transactions(CPU, &txs).unwrap().is_none());
+        reg.register_unavailable("gpu", "no driver");
+        assert!(matches!(
+            reg.recover_transactions("gpu", &txs),
+            Err(BackendError::Unavailable { .. })
+        ));
+
+        let mut with_device = reg.clone();
+        with_device.register(Arc::new(TxDevice {
+            name: "gpu",
+            fails: false,
+        }));
+        let (answers, used) = with_device
+            .recover_transactions("auto", &txs)
+            .unwrap()
+            .unwrap();
+        assert_eq!(used, "gpu");
+        assert_eq!(answers[0].unwrap().address, [2; 20]);
+        assert_eq!(answers[1..], [Err(TX_DEFER), Err(7)]);
+        // Below the crossover auto keeps them on the host; named, the device takes any batch.
+        assert!(with_device
+            .recover_transactions("auto", &txs[..2])
+            .unwrap()
+            .is_none());
+        assert!(with_device
+            .recover_transactions("gpu", &txs[..1])
+            .unwrap()
+            .is_some());
+
+        // A failing device: auto falls back to the host, the name reports it.
+        let mut failing = reg.clone();
+        failing.register(Arc::new(TxDevice {
+            name: "gpu",
+            fails: true,
+        }));
+        assert!(failing
+            .recover_transactions("auto", &txs)
+            .unwrap()
+            .is_none());
+        assert!(matches!(
+            failing.recover_transactions("gpu", &txs),
+            Err(BackendError::Device { .. })
+        ));
+
+        // A short answer is a device failure too (it would shift every later answer).
+        use crate::fault::{FaultPlan, FaultyBackend};
+        let device: Arc<dyn Backend> = Arc::new(TxDevice {
+            name: "inner",
+            fails: false,
+        });
+        let mut short = reg.clone();
+        short.register(Arc::new(FaultyBackend::new(
+            "gpu",
+            device,
+            FaultPlan::parse("short:1-2").unwrap(),
+        )));
+        assert!(short.recover_transactions("auto", &txs).unwrap().is_none());
+        let err = short.recover_transactions("gpu", &txs).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "device error in backend gpu: answered 2 results for 3 items"
+        );
     }
 
     #[test]

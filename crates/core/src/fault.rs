@@ -19,7 +19,7 @@
 //! Every other call goes to the wrapped backend unchanged.
 
 use crate::algorithm::Algorithm;
-use crate::backend::{Backend, BackendError};
+use crate::backend::{Backend, BackendError, TxAnswer};
 use crate::batch::{Batch, RecoverItem, Recovered};
 use crate::bitmap::Bitmap;
 use crate::messages::MessageBatch;
@@ -181,6 +181,19 @@ impl Backend for FaultyBackend {
             || self.inner.recover_batch(items),
             |signers| {
                 signers.pop();
+            },
+        )
+    }
+
+    fn recovers_transactions(&self) -> bool {
+        self.inner.recovers_transactions()
+    }
+
+    fn recover_transactions(&self, txs: &[&[u8]]) -> Result<Vec<TxAnswer>, BackendError> {
+        self.call(
+            || self.inner.recover_transactions(txs),
+            |answers| {
+                answers.pop();
             },
         )
     }

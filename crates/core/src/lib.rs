@@ -23,7 +23,7 @@ pub mod record;
 pub mod vectors;
 
 pub use algorithm::{Algorithm, HashAlg};
-pub use backend::{Backend, BackendError, Registry};
+pub use backend::{Backend, BackendError, Registry, TxAnswer, TX_DEFER};
 pub use batch::{Batch, PreparedItem, RecoverItem, Recovered, Verdicts};
 pub use bitmap::Bitmap;
 pub use error::RecordError;

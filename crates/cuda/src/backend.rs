@@ -15,7 +15,7 @@ use crate::shards::{part, ShardStats, Shards};
 use crate::signers::SignerTables;
 use crate::CudaConfig;
 use chainsig_core::algorithm::Algorithm;
-use chainsig_core::backend::{Backend, BackendError};
+use chainsig_core::backend::{Backend, BackendError, TxAnswer};
 use chainsig_core::batch::{Batch, RecoverItem, Recovered};
 use chainsig_core::bitmap::Bitmap;
 use chainsig_gpu::{device_err, Resources};
@@ -328,6 +328,21 @@ impl Backend for CudaBackend {
     fn recover_batch(&self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
         self.shards
             .run(items.len(), |d, r| d.engine("recover")?.recover(&items[r]))
+    }
+
+    fn recovers_transactions(&self) -> bool {
+        true
+    }
+
+    /// Raw transactions through [`CudaBackend::recover_raw`] (the `ethtx` module), packed into one
+    /// buffer; its fault numbers are `TxAnswer`'s.
+    fn recover_transactions(&self, txs: &[&[u8]]) -> Result<Vec<TxAnswer>, BackendError> {
+        let batch = crate::ethtx::RawBatch::pack(txs.iter().copied());
+        let answers = self.recover_raw(&batch)?;
+        Ok(answers
+            .into_iter()
+            .map(|a| a.map(|(address, pubkey)| Recovered { pubkey, address }))
+            .collect())
     }
 
     /// Only where [`CudaConfig::raw_sm2`] turns the raw path on, and the kernel layout has it

@@ -138,8 +138,10 @@ pub fn check_count(state: &AppState, count: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Recovers the signer of each record, in order, off the async threads, on the server's backend.
-/// Fails only when no backend could run the batch.
+/// Recovers the signer of each record, in order, off the async threads, on the server's backend:
+/// raw transactions on a device that decodes them when the backend has one (the GPU), bare
+/// signatures as one batch (`chainsig_eth::recover::recover_records`). Fails only when no
+/// backend could run the batch.
 pub async fn recover(
     state: &AppState,
     records: Vec<Result<RecoverRecord, RecordError>>,
@@ -154,6 +156,14 @@ pub async fn recover(
     .map_err(|e| format!("recovery failed: {e}"))?;
     if let Some((backend, count)) = &outcome.batch {
         state.metrics.recovered(backend, *count);
+    }
+    if outcome.disagreements > 0 {
+        // The answers are the CPU path's either way; a device that names other causes is wrong.
+        tracing::warn!(
+            device = outcome.transactions.as_ref().map(|(d, _)| d.as_str()),
+            records = outcome.disagreements,
+            "the device and the CPU path disagreed on why raw transactions were refused"
+        );
     }
     Ok(outcome.results)
 }

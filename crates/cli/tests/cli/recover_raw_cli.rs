@@ -45,14 +45,18 @@ fn raw_records_answer_as_their_json_lines_do() {
         "",
     );
     let from_json = chainsig(&["recover"], &jsonl);
+    let json_on_gpu = chainsig(&["recover", "--backend", "cuda"], &jsonl);
     let (raw_out, from_json) = (json_lines(&raw.stdout), json_lines(&from_json.stdout));
-    // On a machine with a GPU the device's answers are the CPU's, line for line; without one
-    // the command says why it cannot run.
-    if on_gpu.status.success() {
-        assert_eq!(json_lines(&on_gpu.stdout), raw_out);
-    } else {
-        let why = String::from_utf8_lossy(&on_gpu.stderr);
-        assert!(why.contains("--backend cuda"), "{why}");
+    // On a machine with a GPU the device's answers are the CPU's, line for line, from either
+    // input; without one the command says why it cannot run.
+    for (gpu, cpu) in [(&on_gpu, &raw_out), (&json_on_gpu, &from_json)] {
+        if gpu.status.success() {
+            assert_eq!(&json_lines(&gpu.stdout), cpu);
+            assert!(String::from_utf8_lossy(&gpu.stderr).contains("errors (cuda)"));
+        } else {
+            let why = String::from_utf8_lossy(&gpu.stderr);
+            assert!(why.contains("--backend cuda"), "{why}");
+        }
     }
     let raw = raw_out;
     assert_eq!(raw.len(), txs.len());

@@ -6,6 +6,7 @@ mod common; // helpers shared by the modules below
 mod faults;
 mod grpc;
 mod grpc_listener;
+mod grpc_recover;
 mod http;
 mod openapi;
 mod tls;
