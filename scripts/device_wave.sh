@@ -67,7 +67,7 @@ ethtx)
   tail -30 $R/gpu_ethtx.txt | tee -a "$L";;
 raw)
   log "== SM2 from the node's bytes (raw path) against the CPU and today's path, 2^20 $(date -u +%T)"
-  CHAINSIG_RAW_RECORDS=1048576 timeout ${RAW_T:-150} $T $B/cuda-test gpu_raw:: --nocapture --test-threads 1 > $R/gpu_raw.txt 2>&1; log "rc=$?"
+  CHAINSIG_RAW_RECORDS=${RAW_N:-1048576} timeout ${RAW_T:-150} $T $B/cuda-test gpu_raw:: --nocapture --test-threads 1 > $R/gpu_raw.txt 2>&1; log "rc=$?"
   tail -30 $R/gpu_raw.txt | tee -a "$L";;
 up_*)
   set=${step#up_}
@@ -81,6 +81,14 @@ dce)
   log "== device_check --ecdsa $(date -u +%T)"
   mkdir -p $R/dce; OUT=$R/dce timeout ${DC_T:-100} $T $B/device_check --ecdsa --count ${ECDSA_N:-262144} > $R/dce/stdout.txt 2>&1
   log "rc=$?"; tail -40 $R/dce/stdout.txt | tee -a "$L";;
+shards)
+  # The multi-GPU layer on one card: one engine, then 2 and 3 logical shards of device 0, against
+  # the CPU; with fault injection, a failed part redone on the other shard (.carry/shards/cuda-shards.xz:
+  # `cargo test --release -p chainsig-cuda --features fault-injection --test cuda --no-run`).
+  log "== gpu_shards (logical shards on one card) $(date -u +%T)"
+  xz -dc $C/shards/cuda-shards.xz > /tmp/cuda-shards && chmod +x /tmp/cuda-shards
+  CHAINSIG_SHARD_RECORDS=${SHARD_N:-1048576} CHAINSIG_REQUIRE_GPU=1 timeout ${SHARDS_T:-150} $T /tmp/cuda-shards gpu_shards:: --test-threads 1 --nocapture > $R/gpu_shards.txt 2>&1; log "rc=$?"
+  tail -40 $R/gpu_shards.txt | tee -a "$L";;
 *) log "unknown step $step";;
 esac; done
 log "== fuzz (waiting) $(date -u +%T)"
