@@ -34,9 +34,9 @@ pub(super) fn compile_sm2_modules(
 }
 
 /// Compiles every module a backend of `cfg` may load on a device of architecture `arch` (the SM2
-/// modules, the ECDSA module of each curve, the SM3 module, the raw SM2 module) into the disk cache, under the
-/// environment's `CHAINSIG_NVRTC_DEFINES`. Needs NVRTC but no GPU: a GPU machine given the cache
-/// spends none of its time compiling. Returns the number of modules.
+/// modules, the ECDSA module of each curve, the SM3 module, the raw SM2 module, the raw Ethereum
+/// transaction module) into the disk cache, under the environment's `CHAINSIG_NVRTC_DEFINES`.
+/// Needs NVRTC but no GPU: a GPU machine given the cache spends none of its time compiling. Returns the number of modules.
 pub fn precompile(cfg: &CudaConfig, arch: &str) -> Result<usize, BackendError> {
     cfg.validate().map_err(unavailable)?;
     let mut modules = compile_sm2_modules(cfg, arch)?.len();
@@ -47,5 +47,6 @@ pub fn precompile(cfg: &CudaConfig, arch: &str) -> Result<usize, BackendError> {
     }
     chainsig_gpu::compile_cached(&kernels::sm3_source(), arch).map_err(unavailable)?;
     kernels::compile_raw(arch).map_err(unavailable)?;
-    Ok(modules + 2)
+    crate::ethtx::compile(arch).map_err(unavailable)?;
+    Ok(modules + 3)
 }
