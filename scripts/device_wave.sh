@@ -3,9 +3,10 @@
 # git-ignored .carry/ folder, named in the device tool's `carry`). Layout it expects:
 #   .carry/cmp/bins.tar.xz  bins/{chainsig-old,chainsig-new,device_check,ctru_device_check,
 #                           cuda-test,gpu-fault} (release builds of the CLI and crates/bench,
-#                           `cargo test --release -p chainsig-cuda --test cuda --no-run`, and the same with
-#                           `--features fault-injection --test gpu_fault`), stripped
-#   .carry/gpu/             capi-test, go-test, libchainsig.so and a run.sh (C ABI and Go on cuda)
+#                           `cargo test --release -p chainsig-cuda --features fault-injection
+#                           --test cuda --no-run`, and the same with `--test gpu_fault`), stripped
+#   .carry/gpu/             capi-test, server-test, go-test, libchainsig.so and a run.sh (C ABI and Go
+#                           on cuda; the `txs` step runs their raw-transaction tests)
 #   .carry/node/            node-pipeline, libchainsig.so, run.sh (examples/node-pipeline)
 #   .carry/fuzz/            bins.tar.xz of the fuzz targets and scripts/fuzz_many_cores.sh as run.sh
 # Run from the repository root on the device: PHASE=A bash .carry/cmp/run.sh (this file).
@@ -83,12 +84,20 @@ dce)
   log "rc=$?"; tail -40 $R/dce/stdout.txt | tee -a "$L";;
 shards)
   # The multi-GPU layer on one card: one engine, then 2 and 3 logical shards of device 0, against
-  # the CPU; with fault injection, a failed part redone on the other shard (.carry/shards/cuda-shards.xz:
-  # `cargo test --release -p chainsig-cuda --features fault-injection --test cuda --no-run`).
+  # the CPU; with fault injection (cuda-test is built with it), a failed part redone on the other shard.
   log "== gpu_shards (logical shards on one card) $(date -u +%T)"
-  xz -dc $C/shards/cuda-shards.xz > /tmp/cuda-shards && chmod +x /tmp/cuda-shards
-  CHAINSIG_SHARD_RECORDS=${SHARD_N:-1048576} CHAINSIG_REQUIRE_GPU=1 timeout ${SHARDS_T:-150} $T /tmp/cuda-shards gpu_shards:: --test-threads 1 --nocapture > $R/gpu_shards.txt 2>&1; log "rc=$?"
+  CHAINSIG_SHARD_RECORDS=${SHARD_N:-1048576} CHAINSIG_REQUIRE_GPU=1 timeout ${SHARDS_T:-150} $T $B/cuda-test gpu_shards:: --test-threads 1 --nocapture > $R/gpu_shards.txt 2>&1; log "rc=$?"
   tail -40 $R/gpu_shards.txt | tee -a "$L";;
+txs)
+  # Raw Ethereum transactions through the C ABI (cs_recover_transactions), the service's gRPC
+  # RecoverBatch and Go's RecoverTransactions, each against the CPU path.
+  log "== raw transactions: C ABI, gRPC, Go on the GPU $(date -u +%T)"
+  (cd crates/capi && CHAINSIG_REQUIRE_GPU=1 CHAINSIG_GPU_TX_COUNT=${TX_N:-1048576} timeout ${TXS_T:-150} $T $C/gpu/capi-test transactions:: --test-threads 1 --nocapture > $R/capi_txs.txt 2>&1; echo "capi rc=$?" >> $R/capi_txs.txt)
+  tail -20 $R/capi_txs.txt | tee -a "$L"
+  (cd crates/server && CHAINSIG_REQUIRE_GPU=1 CHAINSIG_GPU_RECOVER_TXS=${TX_N:-1048576} timeout ${TXS_T:-150} $T $C/gpu/server-test grpc_recover:: --nocapture > $R/server_txs.txt 2>&1; echo "server rc=$?" >> $R/server_txs.txt)
+  tail -20 $R/server_txs.txt | tee -a "$L"
+  (cd $C/gpu && LD_LIBRARY_PATH=$PWD CHAINSIG_BACKEND=cuda CHAINSIG_GO_CROSSCHECK_N=400000 timeout ${TXS_T:-150} $T ./go-test -test.run RecoverTransactions -test.v > $R/go_txs.txt 2>&1; echo "go rc=$?" >> $R/go_txs.txt)
+  tail -20 $R/go_txs.txt | tee -a "$L";;
 *) log "unknown step $step";;
 esac; done
 log "== fuzz (waiting) $(date -u +%T)"
