@@ -8,18 +8,40 @@ use chainsig_cuda::{CudaBackend, CudaConfig};
 use chainsig_gpu::driver_available;
 use chainsig_testkit::sets as testdata;
 
-fn backend_or_skip() -> Option<CudaBackend> {
-    if !driver_available() {
-        eprintln!("skipped: no CUDA driver on this machine");
-        return None;
-    }
-    match CudaBackend::new(CudaConfig::default()) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            None
+/// The backend opened with `config`, or None (the test prints why and skips) without a driver or
+/// a usable GPU; with `CHAINSIG_REQUIRE_GPU=1` that fails the test instead. Every GPU test of
+/// this binary opens its backend here.
+pub(crate) fn open_or_skip(config: CudaConfig) -> Option<CudaBackend> {
+    let why = if !driver_available() {
+        "no CUDA driver on this machine".to_string()
+    } else {
+        match CudaBackend::new(config) {
+            Ok(b) => return Some(b),
+            Err(e) => e.to_string(),
         }
+    };
+    assert!(
+        std::env::var("CHAINSIG_REQUIRE_GPU").as_deref() != Ok("1"),
+        "CHAINSIG_REQUIRE_GPU=1 but the GPU cannot be used: {why}"
+    );
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// The number in the environment variable `name`, or `default` when it is not set; a value that
+/// is not a number of that type fails the test, naming it.
+pub(crate) fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number of the expected kind")),
+        Err(_) => default,
     }
+}
+
+fn backend_or_skip() -> Option<CudaBackend> {
+    open_or_skip(CudaConfig::default())
 }
 
 #[test]

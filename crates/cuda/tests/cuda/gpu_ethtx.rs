@@ -7,38 +7,24 @@
 //! CHAINSIG_ETHTX_SEED the seed (default: fresh from the clock, printed). Without a driver or GPU
 //! the test prints why it skipped.
 
+use super::gpu::{env_number, open_or_skip};
 use chainsig_cuda::ethtx::{RawBatch, FAULT_DEFER};
-use chainsig_cuda::{CudaBackend, CudaConfig};
+use chainsig_cuda::CudaConfig;
 use chainsig_eth::rawtx::corpus::Corpus;
 use chainsig_eth::rawtx::recover_raw;
 use rayon::prelude::*;
 use std::time::Instant;
 
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[test]
 fn gpu_raw_transactions_give_the_cpus_senders_and_faults() {
-    if !chainsig_gpu::driver_available() {
-        eprintln!("skipped: no CUDA driver on this machine");
+    let Some(gpu) = open_or_skip(CudaConfig::default()) else {
         return;
-    }
-    let gpu = match CudaBackend::new(CudaConfig::default()) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
     };
-    let count: usize = env_or("CHAINSIG_ETHTX_RECORDS", 20_000);
+    let count: usize = env_number("CHAINSIG_ETHTX_RECORDS", 20_000);
     let clock = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let seed: u64 = env_or("CHAINSIG_ETHTX_SEED", clock);
+    let seed: u64 = env_number("CHAINSIG_ETHTX_SEED", clock);
     let started = Instant::now();
     const PART: usize = 4096;
     let records: Vec<Vec<u8>> = (0..count.div_ceil(PART))

@@ -13,6 +13,7 @@
 //! CHAINSIG_RAW_SEED the seed (default: fresh from the clock, printed). Without a driver or GPU
 //! the test prints why it skipped.
 
+use super::gpu::{env_number, open_or_skip};
 use super::host_raw::{cpu_prepare, key_bytes};
 use chainsig_core::record::{Payload, VerifyRecord};
 use chainsig_core::RecordError;
@@ -24,13 +25,6 @@ use chainsig_testkit::sets::{generate_messages, MessageRecord};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use std::time::Instant;
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// The records as raw bytes: keys compressed for even records, a few spoiled (case 8-12 of
 /// key_bytes) where `spoil` holds.
@@ -162,25 +156,17 @@ fn compare(label: &str, got: &RawVerdicts, want: &[Result<bool, RecordError>]) {
 
 #[test]
 fn gpu_raw_sm2_records_give_the_cpu_paths_outcomes() {
-    if !chainsig_gpu::driver_available() {
-        eprintln!("skipped: no CUDA driver on this machine");
-        return;
-    }
-    let gpu = match CudaBackend::new(CudaConfig {
+    let Some(gpu) = open_or_skip(CudaConfig {
         raw_sm2: true,
         ..CudaConfig::default()
-    }) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            return;
-        }
+    }) else {
+        return;
     };
-    let count: usize = env_or("CHAINSIG_RAW_RECORDS", 20_000);
+    let count: usize = env_number("CHAINSIG_RAW_RECORDS", 20_000);
     let clock = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let seed: u64 = env_or("CHAINSIG_RAW_SEED", clock);
+    let seed: u64 = env_number("CHAINSIG_RAW_SEED", clock);
     println!("CHAINSIG_RAW_RECORDS={count} CHAINSIG_RAW_SEED={seed}");
 
     // Fresh signers: a key a record.

@@ -14,6 +14,7 @@
 //! copies of the whole process):
 //! `CHAINSIG_REQUIRE_GPU=1 cargo test --release -p chainsig-cuda --features fault-injection --test cuda -- gpu_shards:: --test-threads 1 --nocapture`
 
+use super::gpu::{env_number, open_or_skip};
 use chainsig_core::backend::Backend;
 use chainsig_core::{Algorithm, Batch, Bitmap};
 use chainsig_cpu::CpuBackend;
@@ -24,13 +25,7 @@ use std::time::Instant;
 
 /// Records per algorithm: `CHAINSIG_SHARD_RECORDS`, or 2^20.
 fn records() -> usize {
-    match std::env::var("CHAINSIG_SHARD_RECORDS") {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("CHAINSIG_SHARD_RECORDS={v:?} is not a count")),
-        Err(_) => 1 << 20,
-    }
+    env_number("CHAINSIG_SHARD_RECORDS", 1 << 20)
 }
 
 /// The backend on `devices` (every batch split, however small), or None (the test skips)
@@ -41,20 +36,7 @@ fn open(devices: &[usize]) -> Option<CudaBackend> {
         shard_below: 0,
         ..CudaConfig::default()
     };
-    let why = if !chainsig_gpu::driver_available() {
-        "no CUDA driver on this machine".to_string()
-    } else {
-        match CudaBackend::new(config) {
-            Ok(b) => return Some(b),
-            Err(e) => e.to_string(),
-        }
-    };
-    assert!(
-        std::env::var("CHAINSIG_REQUIRE_GPU").as_deref() != Ok("1"),
-        "CHAINSIG_REQUIRE_GPU=1 but the GPU cannot be used: {why}"
-    );
-    eprintln!("skipped: {why}");
-    None
+    open_or_skip(config)
 }
 
 /// A batch of fresh records and the CPU backend's verdicts on it (themselves checked against

@@ -3,7 +3,7 @@
 //! `cargo test -p chainsig-cuda --test cuda -- host_kernel::`.
 
 mod exhaustive; // every point and scalar of tiny groups, through the host build of the kernels
-mod gpu;
+mod gpu; // the reference sets on the GPU, and the GPU tests' shared opening and counts
 mod gpu_ethtx; // raw transactions on the GPU against the CPU path, timed
 mod gpu_raw; // SM2 records from their bytes on the GPU against the CPU path, timed
 mod gpu_shards; // one, two and three logical shards of device 0 against the CPU backend
