@@ -148,6 +148,27 @@ impl Ctx {
         Ctx(ctx)
     }
 
+    /// A `cuda` context, or None (the test prints why and skips) where the GPU backend cannot
+    /// open, which must then fail with `CS_ERR_BACKEND`, a null context and a reason;
+    /// `CHAINSIG_REQUIRE_GPU` turns the skip into a failure, for runs on a GPU machine.
+    fn cuda_or_skip() -> Option<Ctx> {
+        let mut cuda = null_mut();
+        let code = unsafe { cs_open(c"cuda".as_ptr(), null(), &mut cuda) };
+        if code == CS_OK {
+            return Some(Ctx(cuda));
+        }
+        assert_eq!(code, CS_ERR_BACKEND);
+        assert!(cuda.is_null());
+        let reason = last_error(null());
+        assert!(reason.contains("unavailable"), "{reason}");
+        assert!(
+            std::env::var_os("CHAINSIG_REQUIRE_GPU").is_none(),
+            "no GPU: {reason}"
+        );
+        eprintln!("skipped: no GPU ({reason})");
+        None
+    }
+
     fn verify(&self, words: &[u64], len: usize, n: usize) -> (i32, Vec<u64>, Vec<i32>) {
         let mut bitmap = vec![u64::MAX; n.div_ceil(64).max(1)];
         let mut errors = vec![-99; n];
@@ -892,21 +913,9 @@ fn version_is_the_crate_version() {
 /// `CHAINSIG_REQUIRE_GPU=1` turns that into a failure, for runs on a GPU machine).
 #[test]
 fn the_gpu_gives_the_cpus_verdicts() {
-    let mut cuda = null_mut();
-    let code = unsafe { cs_open(c"cuda".as_ptr(), null(), &mut cuda) };
-    if code != CS_OK {
-        assert_eq!(code, CS_ERR_BACKEND);
-        assert!(cuda.is_null());
-        let reason = last_error(null());
-        assert!(reason.contains("unavailable"), "{reason}");
-        assert!(
-            std::env::var_os("CHAINSIG_REQUIRE_GPU").is_none(),
-            "no GPU: {reason}"
-        );
-        eprintln!("skipped: no GPU ({reason})");
+    let Some(cuda) = Ctx::cuda_or_skip() else {
         return;
-    }
-    let cuda = Ctx(cuda);
+    };
     let auto = Ctx::open("auto");
     let cpu = Ctx::open("cpu");
     let mut rows = Vec::new();

@@ -289,22 +289,16 @@ fn bad_transaction_calls_return_codes() {
 /// the count. Without a GPU the test says so and passes, unless `CHAINSIG_REQUIRE_GPU=1`.
 #[test]
 fn the_gpu_recovers_transactions_as_the_cpu_does() {
-    let mut cuda = null_mut();
-    let code = unsafe { cs_open(c"cuda".as_ptr(), std::ptr::null(), &mut cuda) };
-    if code != CS_OK {
-        let reason = last_error(std::ptr::null());
-        assert!(
-            std::env::var_os("CHAINSIG_REQUIRE_GPU").is_none(),
-            "no GPU: {reason}"
-        );
-        eprintln!("skipped: no GPU ({reason})");
+    let Some(cuda) = Ctx::cuda_or_skip() else {
         return;
-    }
-    let cuda = Ctx(cuda);
-    let count: usize = std::env::var("CHAINSIG_GPU_TX_COUNT")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(100_000);
+    };
+    let count: usize = match std::env::var("CHAINSIG_GPU_TX_COUNT") {
+        Ok(n) => n
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("CHAINSIG_GPU_TX_COUNT={n:?} is not a count")),
+        Err(_) => 100_000,
+    };
     // Generated on every core, 4096 at a time, each part from its own seed.
     let txs: Vec<Vec<u8>> = (0..count.div_ceil(4096))
         .into_par_iter()

@@ -216,10 +216,13 @@ async fn on_the_gpu_raw_transactions_answer_as_on_the_cpu() {
         eprintln!("skipped: no GPU ({why})");
         return;
     }
-    let count = std::env::var("CHAINSIG_GPU_RECOVER_TXS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000);
+    let count: usize = match std::env::var("CHAINSIG_GPU_RECOVER_TXS") {
+        Ok(n) => n
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("CHAINSIG_GPU_RECOVER_TXS={n:?} is not a count")),
+        Err(_) => 10_000,
+    };
     let (items, txs) = items(63, count);
     let cpu = server_with(chainsig_cpu::cpu_registry(), "cpu").await;
     let gpu = server_with(registry, chainsig_cuda::NAME).await;
