@@ -123,26 +123,7 @@ impl RawSm2Batch {
         }
     }
 
-    /// Records `indices`, in that order, as a batch of their own.
-    pub fn select(&self, indices: &[usize]) -> RawSm2Batch {
-        let bytes = indices.iter().map(|&i| self.record_bytes(i, 1)).sum();
-        let mut out = RawSm2Batch::with_capacity(indices.len(), bytes);
-        for &i in indices {
-            let base = self.cuts[3 * i];
-            out.bytes
-                .extend_from_slice(&self.bytes[base..self.cuts[3 * i + 3]]);
-            let shift = out.cuts[out.cuts.len() - 1];
-            out.cuts.extend(
-                self.cuts[3 * i + 1..3 * i + 4]
-                    .iter()
-                    .map(|c| c - base + shift),
-            );
-        }
-        out
-    }
-
-    /// Records `range` as a batch of their own: as [`RawSm2Batch::select`] of those indices,
-    /// the bytes copied in one piece.
+    /// Records `range` as a batch of their own, the bytes copied in one piece.
     pub fn range(&self, range: std::ops::Range<usize>) -> RawSm2Batch {
         let base = self.cuts[3 * range.start];
         RawSm2Batch {
@@ -231,7 +212,7 @@ mod tests {
     }
 
     #[test]
-    fn records_come_back_whole_pushed_built_in_parallel_or_selected() {
+    fn records_come_back_whole_pushed_built_in_parallel_or_cut_by_range() {
         let all: Vec<Parts> = (0..300).map(parts).collect();
         let mut pushed = RawSm2Batch::default();
         for p in &all {
@@ -244,16 +225,13 @@ mod tests {
             (pushed.cuts(), pushed.bytes())
         );
         (0..300).for_each(|i| same(built.item(i), i));
-        let picked = [7usize, 3, 299, 150, 3];
-        let sel = built.select(&picked);
-        for (k, &i) in picked.iter().enumerate() {
-            same(sel.item(k), i);
-        }
         for range in [0..300, 0..0, 1..2, 17..299, 300..300] {
             let part = built.range(range.clone());
-            let indices: Vec<usize> = range.clone().collect();
-            let sel = built.select(&indices);
-            assert_eq!((part.cuts(), part.bytes()), (sel.cuts(), sel.bytes()));
+            assert_eq!(part.len(), range.len());
+            assert_eq!(part.cuts()[0], 0);
+            for (k, i) in range.enumerate() {
+                same(part.item(k), i);
+            }
         }
         let long = vec![0u8; ID_MAX + 1];
         let too_long = RawSm2Item {

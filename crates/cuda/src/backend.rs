@@ -334,13 +334,13 @@ impl Backend for CudaBackend {
         true
     }
 
-    /// Raw transactions through [`CudaBackend::recover_raw`] (the `ethtx` module), packed into one
-    /// buffer; its fault numbers are `TxAnswer`'s.
+    /// Raw transactions through [`CudaBackend::recover_raw`] (the `ethtx` module), staged from
+    /// the caller's slices; its fault numbers are `TxAnswer`'s.
     fn recover_transactions(&self, txs: &[&[u8]]) -> Result<Vec<TxAnswer>, BackendError> {
-        let batch = crate::ethtx::RawBatch::pack(txs.iter().copied());
-        let answers = self.recover_raw(&batch)?;
+        use rayon::prelude::*;
+        let answers = self.recover_raw(txs)?;
         Ok(answers
-            .into_iter()
+            .into_par_iter()
             .map(|a| a.map(|(address, pubkey)| Recovered { pubkey, address }))
             .collect())
     }

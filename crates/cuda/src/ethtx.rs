@@ -52,48 +52,44 @@ pub fn compile(arch: &str) -> Result<Compiled, String> {
     compile_cached(&source(), arch)
 }
 
-/// A batch as the kernel reads it: the records' bytes one after another and `count + 1` offsets
-/// (record i is `bytes[offsets[i]..offsets[i + 1]]`).
-#[derive(Clone, Debug, Default)]
-pub struct RawBatch {
-    pub bytes: Vec<u8>,
-    pub offsets: Vec<u64>,
+/// Records per piece when a chunk is staged on every core.
+const STAGE_PIECE: usize = 2048;
+
+/// Bytes of `txs` together.
+pub fn total_bytes(txs: &[&[u8]]) -> usize {
+    txs.iter().map(|tx| tx.len()).sum()
 }
 
-impl RawBatch {
-    /// Records packed one after another.
-    pub fn pack<'a>(records: impl IntoIterator<Item = &'a [u8]>) -> RawBatch {
-        let mut batch = RawBatch {
-            bytes: Vec::new(),
-            offsets: vec![0],
-        };
-        for r in records {
-            batch.bytes.extend_from_slice(r);
-            batch.offsets.push(batch.bytes.len() as u64);
-        }
-        batch
+/// Writes `txs` as the kernel reads a chunk: `offsets` (`txs.len() + 1` of them, from 0; record i
+/// is `bytes[offsets[i]..offsets[i + 1]]`) and `bytes` ([`total_bytes`] long), the records one
+/// after another, copied straight from the caller's slices, in pieces on every core.
+pub fn stage(txs: &[&[u8]], offsets: &mut [u64], bytes: &mut [u8]) {
+    use rayon::prelude::*;
+    assert_eq!(offsets.len(), txs.len() + 1, "one offset per record and the end");
+    let mut end = 0u64;
+    offsets[0] = 0;
+    for (o, tx) in offsets[1..].iter_mut().zip(txs) {
+        end += tx.len() as u64;
+        *o = end;
     }
-
-    /// Records in the batch.
-    pub fn len(&self) -> usize {
-        self.offsets.len().saturating_sub(1)
+    assert_eq!(bytes.len() as u64, end, "the records' bytes");
+    let mut pieces: Vec<&mut [u8]> = Vec::with_capacity(txs.len().div_ceil(STAGE_PIECE));
+    let mut rest = bytes;
+    for first in (0..txs.len()).step_by(STAGE_PIECE) {
+        let last = (first + STAGE_PIECE).min(txs.len());
+        let (piece, tail) = rest.split_at_mut((offsets[last] - offsets[first]) as usize);
+        pieces.push(piece);
+        rest = tail;
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Records `range` as a batch of their own (offsets rebased to its first byte).
-    pub fn range(&self, range: std::ops::Range<usize>) -> RawBatch {
-        let base = self.offsets[range.start];
-        RawBatch {
-            bytes: self.bytes[base as usize..self.offsets[range.end] as usize].to_vec(),
-            offsets: self.offsets[range.start..=range.end]
-                .iter()
-                .map(|o| o - base)
-                .collect(),
-        }
-    }
+    txs.par_chunks(STAGE_PIECE)
+        .zip(pieces)
+        .for_each(|(records, piece)| {
+            let mut at = 0;
+            for tx in records {
+                piece[at..at + tx.len()].copy_from_slice(tx);
+                at += tx.len();
+            }
+        });
 }
 
 /// One record's answer: the sender's address and uncompressed key (SEC 1, 0x04 || x || y), or the
@@ -118,15 +114,13 @@ pub fn answer(out: &[u32], stride: usize, i: usize) -> Answer {
 }
 
 impl crate::CudaBackend {
-    /// The sender of each raw signed transaction of `batch` (record i, answer i), found on the
+    /// The sender of each raw signed transaction of `txs` (record i, answer i), found on the
     /// GPU: RLP checks, the signing payload's Keccak-256, recovery and the address all on the
     /// device. A fault number is `chainsig_eth::rawtx::TxFault`'s; [`FAULT_DEFER`] asks the host
-    /// to decode that record itself.
-    pub fn recover_raw(&self, batch: &RawBatch) -> Result<Vec<Answer>, BackendError> {
-        self.shards.run(batch.len(), |d, r| {
-            d.engine("recover")?
-                .recover_raw(&crate::shards::part(batch, r))
-        })
+    /// to decode that record itself. The records are staged from the caller's slices.
+    pub fn recover_raw(&self, txs: &[&[u8]]) -> Result<Vec<Answer>, BackendError> {
+        self.shards
+            .run(txs.len(), |d, r| d.engine("recover")?.recover_raw(&txs[r]))
     }
 }
 

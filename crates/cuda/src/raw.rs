@@ -12,50 +12,157 @@
 use chainsig_core::bitmap::Bitmap;
 use chainsig_core::RecordError;
 use chainsig_weierstrass::KeyError;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 pub use chainsig_core::raw_sm2::{RawOutcome, RawSm2Batch, RawSm2Item, ID_MAX};
 
-/// Device words of the chunk [i0, i0 + m): 3m + 1 offsets, then the bytes in whole words.
-pub fn chunk_words(batch: &RawSm2Batch, i0: usize, m: usize) -> usize {
-    3 * m + 1 + batch.record_bytes(i0, m).div_ceil(4)
+/// The records of a raw batch one pipeline work covers: all of them in order, or those at
+/// `at` (a part cut by signer, [`KnownEncodings::split`]), which staging gathers straight from the
+/// batch into the chunk. Copying each part into a batch of its own first cost more host time than
+/// the GPU's whole verification (the same lesson as the prepared path's known signers,
+/// BENCHMARKS.md, "the first wiring").
+#[derive(Debug, Clone, Copy)]
+pub struct RawPart<'a> {
+    pub batch: &'a RawSm2Batch,
+    pub at: Option<&'a [usize]>,
 }
 
-/// Writes chunk [i0, i0 + m) in the layout of kernels/sm2raw.cuh into `dst` (at least
-/// [`chunk_words`] long): the offsets relative to the chunk's first byte, then the bytes as they
-/// are. Copies only, on every core for a large chunk. Fails when the chunk's bytes exceed the
-/// kernel's 32-bit offsets.
-pub fn stage(batch: &RawSm2Batch, i0: usize, m: usize, dst: &mut [u32]) -> Result<(), String> {
-    use rayon::prelude::*;
-    let total = batch.record_bytes(i0, m);
-    if u32::try_from(total).is_err() {
-        return Err(format!(
-            "records {i0}..{}: {total} bytes in one chunk, above the 4 GiB a chunk may hold",
-            i0 + m
-        ));
+/// Records per piece when a gathered chunk is staged on every core.
+const GATHER_PIECE: usize = 2048;
+
+impl<'a> RawPart<'a> {
+    /// Every record of `batch`, in order.
+    pub fn all(batch: &'a RawSm2Batch) -> Self {
+        RawPart { batch, at: None }
     }
-    let (offsets, words) = dst.split_at_mut(3 * m + 1);
-    let base = batch.cuts()[3 * i0];
-    let cuts = &batch.cuts()[3 * i0..=3 * (i0 + m)];
-    let src = &batch.bytes()[base..base + total];
-    let words = &mut words[..total.div_ceil(4)];
-    // SAFETY: a u32 slice viewed as its bytes: same memory, u8 has no alignment or invalid
-    // values, and `words` is not used otherwise while the view lives. The kernel reads these
-    // words as bytes, in memory order.
-    let dst_bytes: &mut [u8] =
-        unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 4) };
-    const PIECE: usize = 1 << 20;
-    let rebase = |(o, c): (&mut u32, &usize)| *o = (c - base) as u32;
-    if total + 12 * m >= PIECE {
-        offsets.par_iter_mut().zip(cuts).for_each(rebase);
-        dst_bytes[..total]
-            .par_chunks_mut(PIECE)
-            .zip(src.par_chunks(PIECE))
-            .for_each(|(d, s)| d.copy_from_slice(s));
-    } else {
-        offsets.iter_mut().zip(cuts).for_each(rebase);
-        dst_bytes[..total].copy_from_slice(src);
+
+    /// The records of `batch` at `at`, in that order.
+    pub fn gathered(batch: &'a RawSm2Batch, at: &'a [usize]) -> Self {
+        RawPart {
+            batch,
+            at: Some(at),
+        }
     }
-    Ok(())
+
+    pub fn len(&self) -> usize {
+        self.at.map_or(self.batch.len(), <[usize]>::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of the part's records [i0, i0 + m).
+    fn chunk_bytes(&self, i0: usize, m: usize) -> usize {
+        use rayon::prelude::*;
+        match self.at {
+            None => self.batch.record_bytes(i0, m),
+            Some(at) => at[i0..i0 + m]
+                .par_chunks(GATHER_PIECE)
+                .map(|piece| self.bytes_of(piece))
+                .sum(),
+        }
+    }
+
+    /// Bytes of the batch's records `indices`.
+    fn bytes_of(&self, indices: &[usize]) -> usize {
+        indices.iter().map(|&i| self.batch.record_bytes(i, 1)).sum()
+    }
+
+    /// Device words of the chunk [i0, i0 + m): 3m + 1 offsets, then the bytes in whole words.
+    pub fn chunk_words(&self, i0: usize, m: usize) -> usize {
+        3 * m + 1 + self.chunk_bytes(i0, m).div_ceil(4)
+    }
+
+    /// Writes chunk [i0, i0 + m) in the layout of kernels/sm2raw.cuh into `dst` (at least
+    /// [`RawPart::chunk_words`] long): the offsets relative to the chunk's first byte, then the
+    /// records' bytes one after another. Copies only, on every core for a large chunk. Fails
+    /// when the chunk's bytes exceed the kernel's 32-bit offsets.
+    pub fn stage(&self, i0: usize, m: usize, dst: &mut [u32]) -> Result<(), String> {
+        let total = self.chunk_bytes(i0, m);
+        if u32::try_from(total).is_err() {
+            return Err(format!(
+                "records {i0}..{}: {total} bytes in one chunk, above the 4 GiB a chunk may hold",
+                i0 + m
+            ));
+        }
+        let (offsets, words) = dst.split_at_mut(3 * m + 1);
+        let words = &mut words[..total.div_ceil(4)];
+        // SAFETY: a u32 slice viewed as its bytes: same memory, u8 has no alignment or invalid
+        // values, and `words` is not used otherwise while the view lives. The kernel reads these
+        // words as bytes, in memory order.
+        let dst_bytes: &mut [u8] = unsafe {
+            std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 4)
+        };
+        match self.at {
+            None => self.stage_range(i0, m, total, offsets, &mut dst_bytes[..total]),
+            Some(at) => self.stage_gathered(&at[i0..i0 + m], offsets, &mut dst_bytes[..total]),
+        }
+        Ok(())
+    }
+
+    /// Consecutive records: the offsets rebased, the bytes copied in one piece.
+    fn stage_range(&self, i0: usize, m: usize, total: usize, offsets: &mut [u32], dst: &mut [u8]) {
+        use rayon::prelude::*;
+        let batch = self.batch;
+        let base = batch.cuts()[3 * i0];
+        let cuts = &batch.cuts()[3 * i0..=3 * (i0 + m)];
+        let src = &batch.bytes()[base..base + total];
+        const PIECE: usize = 1 << 20;
+        let rebase = |(o, c): (&mut u32, &usize)| *o = (c - base) as u32;
+        if total + 12 * m >= PIECE {
+            offsets.par_iter_mut().zip(cuts).for_each(rebase);
+            dst.par_chunks_mut(PIECE)
+                .zip(src.par_chunks(PIECE))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+        } else {
+            offsets.iter_mut().zip(cuts).for_each(rebase);
+            dst.copy_from_slice(src);
+        }
+    }
+
+    /// The records `indices`, each copied from the batch to its place in the chunk; pieces of
+    /// [`GATHER_PIECE`] records on every core, each from its own start.
+    fn stage_gathered(&self, indices: &[usize], offsets: &mut [u32], dst: &mut [u8]) {
+        use rayon::prelude::*;
+        let (cuts, src) = (self.batch.cuts(), self.batch.bytes());
+        let (last, offsets) = offsets.split_last_mut().expect("3m + 1 offsets");
+        *last = dst.len() as u32;
+        let sizes: Vec<usize> = indices
+            .par_chunks(GATHER_PIECE)
+            .map(|piece| self.bytes_of(piece))
+            .collect();
+        let mut pieces: Vec<&mut [u8]> = Vec::with_capacity(sizes.len());
+        let mut rest = dst;
+        for &size in &sizes {
+            let (piece, tail) = rest.split_at_mut(size);
+            pieces.push(piece);
+            rest = tail;
+        }
+        let starts = sizes.iter().scan(0usize, |at, &size| {
+            let start = *at;
+            *at += size;
+            Some(start)
+        });
+        let starts: Vec<usize> = starts.collect();
+        indices
+            .par_chunks(GATHER_PIECE)
+            .zip(offsets.par_chunks_mut(3 * GATHER_PIECE))
+            .zip(pieces.into_par_iter().zip(starts))
+            .for_each(|((records, offsets), (piece, start))| {
+                let mut at = 0;
+                for (&i, o) in records.iter().zip(offsets.chunks_exact_mut(3)) {
+                    let c = &cuts[3 * i..3 * i + 4];
+                    for (k, slot) in o.iter_mut().enumerate() {
+                        *slot = (start + at + c[k] - c[0]) as u32;
+                    }
+                    let len = c[3] - c[0];
+                    piece[at..at + len].copy_from_slice(&src[c[0]..c[3]]);
+                    at += len;
+                }
+            });
+    }
 }
 
 /// Why the device refused a record (the codes of kernels/sec1.cuh and sm2raw.cuh).
@@ -168,11 +275,14 @@ fn key_code(e: KeyError) -> u8 {
 
 /// The SEC1 encodings, both forms, of the known signers' keys, each with the signer's number:
 /// a raw record whose key bytes are one of them is a known signer's, found without decoding it.
-pub struct KnownEncodings(std::collections::HashMap<Box<[u8]>, u32>);
+pub struct KnownEncodings(HashMap<Box<[u8]>, u32, BuildHasherDefault<crate::signers::KeyHasher>>);
+
+/// Records per piece of a split on every core.
+const SPLIT_PIECE: usize = 8192;
 
 impl KnownEncodings {
     pub fn new(index: &crate::signers::SignerIndex) -> Self {
-        let mut map = std::collections::HashMap::with_capacity(2 * index.len());
+        let mut map = HashMap::with_capacity_and_hasher(2 * index.len(), Default::default());
         for (k, (x, y)) in index.keys().iter().enumerate() {
             let full: Box<[u8]> = [&[4u8][..], x, y].concat().into();
             let short: Box<[u8]> = [&[2 | (y[31] & 1)][..], x].concat().into();
@@ -182,22 +292,31 @@ impl KnownEncodings {
         KnownEncodings(map)
     }
 
-    /// The records of known signers (with their numbers) and the others, each in batch order.
+    /// The records of known signers (with their numbers) and the others, each in batch order:
+    /// pieces looked up on every core, then joined.
     pub fn split(&self, batch: &RawSm2Batch) -> RawSplit {
         use rayon::prelude::*;
-        let found: Vec<Option<u32>> = (0..batch.len())
+        let pieces: Vec<RawSplit> = (0..batch.len().div_ceil(SPLIT_PIECE))
             .into_par_iter()
-            .map(|i| self.0.get(batch.item(i).pubkey).copied())
+            .map(|p| {
+                let mut piece = RawSplit::default();
+                for i in p * SPLIT_PIECE..batch.len().min((p + 1) * SPLIT_PIECE) {
+                    match self.0.get(batch.item(i).pubkey) {
+                        Some(&k) => {
+                            piece.known_at.push(i);
+                            piece.signers.push(k);
+                        }
+                        None => piece.others_at.push(i),
+                    }
+                }
+                piece
+            })
             .collect();
         let mut split = RawSplit::default();
-        for (i, f) in found.into_iter().enumerate() {
-            match f {
-                Some(k) => {
-                    split.known_at.push(i);
-                    split.signers.push(k);
-                }
-                None => split.others_at.push(i),
-            }
+        for piece in pieces {
+            split.known_at.extend(piece.known_at);
+            split.signers.extend(piece.signers);
+            split.others_at.extend(piece.others_at);
         }
         split
     }
@@ -213,20 +332,40 @@ pub struct RawSplit {
 }
 
 impl RawSplit {
-    /// The two parts' answers put back in the batch's order.
+    /// The two parts' answers put back in the batch's order. `known_at` and `others_at` are
+    /// increasing and together cover 0..n once (as [`KnownEncodings::split`] makes them), so
+    /// record i is the next of whichever part names it: a piece of the batch starts at the
+    /// known part's first index at or after its start, and the pieces merge on every core.
     pub fn merge(&self, known: &RawVerdicts, others: &RawVerdicts) -> RawVerdicts {
+        use rayon::prelude::*;
+        const PIECE: usize = 4096; // records: a whole number of the bitmap's 64-bit words
         let n = self.known_at.len() + self.others_at.len();
-        let mut out = RawVerdicts {
-            verdicts: Bitmap::new(n),
-            faults: vec![0; n],
-        };
-        for (part, at) in [(known, &self.known_at), (others, &self.others_at)] {
-            for (k, &i) in at.iter().enumerate() {
-                out.verdicts.set(i, part.verdicts.get(k));
-                out.faults[i] = part.faults[k];
-            }
+        let mut words = vec![0u64; n.div_ceil(64)];
+        let mut faults = vec![0u8; n];
+        words
+            .par_chunks_mut(PIECE / 64)
+            .zip(faults.par_chunks_mut(PIECE))
+            .enumerate()
+            .for_each(|(p, (words, faults))| {
+                let start = p * PIECE;
+                let mut k = self.known_at.partition_point(|&i| i < start);
+                let mut o = start - k;
+                for (j, fault) in faults.iter_mut().enumerate() {
+                    let (part, at) = if self.known_at.get(k) == Some(&(start + j)) {
+                        k += 1;
+                        (known, k - 1)
+                    } else {
+                        o += 1;
+                        (others, o - 1)
+                    };
+                    words[j / 64] |= u64::from(part.verdicts.get(at)) << (j % 64);
+                    *fault = part.faults[at];
+                }
+            });
+        RawVerdicts {
+            verdicts: Bitmap::from_words(words, n),
+            faults,
         }
-        out
     }
 }
 
@@ -260,13 +399,11 @@ mod tests {
         b
     }
 
-    #[test]
-    fn a_staged_chunk_holds_its_records_bytes_cut_by_offsets_from_its_start() {
-        let b = batch(300);
-        // A mid-batch chunk: offsets from the chunk's first byte, the bytes as pushed.
-        let (i0, m) = (41usize, 200usize);
-        let mut dst = vec![0xdead_beefu32; chunk_words(&b, i0, m)];
-        stage(&b, i0, m, &mut dst).unwrap();
+    /// Stages chunk [i0, i0 + m) of `part` and checks that record k of it holds the bytes of the
+    /// batch's record `index(k)`, cut by offsets from the chunk's first byte, and nothing else.
+    fn check_chunk(part: RawPart, i0: usize, m: usize, index: impl Fn(usize) -> usize) {
+        let mut dst = vec![0xdead_beefu32; part.chunk_words(i0, m)];
+        part.stage(i0, m, &mut dst).unwrap();
         let (offsets, words) = dst.split_at(3 * m + 1);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         assert_eq!(offsets[0], 0);
@@ -275,15 +412,42 @@ mod tests {
                 .iter()
                 .map(|&o| o as usize)
                 .collect();
-            let (r, s, pubkey, id, msg) = item_bytes(i0 + k);
+            let (r, s, pubkey, id, msg) = item_bytes(index(k));
             assert_eq!(
                 &bytes[o[0]..o[1]],
                 [&r[..], &s, &pubkey].concat(),
                 "head of {k}"
             );
-            assert_eq!(&bytes[o[1]..o[2]], &id[..]);
-            assert_eq!(&bytes[o[2]..o[3]], &msg[..]);
+            assert_eq!(&bytes[o[1]..o[2]], &id[..], "identifier of {k}");
+            assert_eq!(&bytes[o[2]..o[3]], &msg[..], "message of {k}");
         }
+        // The bytes end where the last offset says, within the last word.
+        assert_eq!(offsets[3 * m] as usize, part.chunk_bytes(i0, m));
+        assert_eq!(words.len(), (offsets[3 * m] as usize).div_ceil(4));
+    }
+
+    #[test]
+    fn a_staged_chunk_holds_its_records_bytes_cut_by_offsets_from_its_start() {
+        let b = batch(300);
+        // A mid-batch chunk: offsets from the chunk's first byte, the bytes as pushed.
+        check_chunk(RawPart::all(&b), 41, 200, |k| 41 + k);
+    }
+
+    #[test]
+    fn a_gathered_chunk_holds_the_chosen_records_in_their_order() {
+        // Several gathering pieces (2048 records each) and a ragged last one, records out of
+        // order and some twice, as no split makes them but staging must not care.
+        let b = batch(9000);
+        let at: Vec<usize> = (0..7000).map(|k| (k * 7919 + 13) % 9000).collect();
+        let part = RawPart::gathered(&b, &at);
+        assert_eq!(part.len(), 7000);
+        check_chunk(part, 0, 7000, |k| at[k]);
+        check_chunk(part, 2047, 4100, |k| at[2047 + k]);
+        check_chunk(part, 6999, 1, |k| at[6999 + k]);
+        // An empty chunk: one offset, no bytes.
+        let mut dst = vec![7u32; part.chunk_words(5, 0)];
+        part.stage(5, 0, &mut dst).unwrap();
+        assert_eq!(dst, vec![0]);
     }
 
     #[test]
@@ -327,5 +491,28 @@ mod tests {
         assert_eq!(outcome.errors.len(), 1);
         assert!((0..4).all(|i| outcome.outcome(i) == merged.outcome(i)));
         assert!(part([false, false], vec![0, 9]).check().is_err());
+    }
+
+    #[test]
+    fn a_large_split_merges_back_in_order_across_pieces() {
+        // Known records in runs and alone, across several merge pieces and a ragged end.
+        let n = 3 * 4096 + 777;
+        let is_known = |i: usize| (i / 300) % 3 == 0 || i % 7 == 0;
+        let split = RawSplit {
+            known_at: (0..n).filter(|&i| is_known(i)).collect(),
+            signers: Vec::new(),
+            others_at: (0..n).filter(|&i| !is_known(i)).collect(),
+        };
+        // Each part's answer encodes the record it belongs to.
+        let answers = |at: &[usize]| RawVerdicts {
+            verdicts: Bitmap::from_bools(at.iter().map(|&i| i % 5 < 2)),
+            faults: at.iter().map(|&i| (i % 7) as u8).collect(),
+        };
+        let merged = split.merge(&answers(&split.known_at), &answers(&split.others_at));
+        assert_eq!(merged.len(), n);
+        for i in 0..n {
+            assert_eq!(merged.verdicts.get(i), i % 5 < 2, "verdict of {i}");
+            assert_eq!(merged.faults[i], (i % 7) as u8, "fault of {i}");
+        }
     }
 }

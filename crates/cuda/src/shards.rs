@@ -159,15 +159,6 @@ impl Cut for chainsig_core::raw_sm2::RawSm2Batch {
     }
 }
 
-impl Cut for crate::ethtx::RawBatch {
-    fn cut(&self, range: Range<usize>) -> Self {
-        self.range(range)
-    }
-    fn records(&self) -> usize {
-        self.len()
-    }
-}
-
 /// Devices sharing batches, with what each has done.
 pub struct Shards<D> {
     devices: Vec<D>,

@@ -99,11 +99,13 @@ pub struct SignerIndex {
     by_words: HashMap<[u32; 16], u32, BuildHasherDefault<KeyHasher>>,
 }
 
-/// Hashes a key by the low 64 bits of its x coordinate. Every record of a batch is looked up, and
-/// SipHash over 64 bytes was most of a split's cost. Flooding is no concern: only the operator's
-/// keys are ever inserted, so a record crafted to collide costs one more full comparison.
+/// Hashes a key by its first 8 bytes: the low 64 bits of x for the kernels' words, the SEC1
+/// prefix and x's leading 7 bytes for an encoding ([`crate::raw::KnownEncodings`]). Every record
+/// of a batch is looked up, and SipHash over 64 bytes was most of a split's cost. Flooding is no
+/// concern: only the operator's keys are ever inserted, so a record crafted to collide costs one
+/// more full comparison.
 #[derive(Default)]
-struct KeyHasher(u64);
+pub(crate) struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {

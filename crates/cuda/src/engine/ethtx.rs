@@ -3,20 +3,22 @@
 //! on the secp256k1 ECDSA module's G table.
 //!
 //! A chunk runs three kernels on one stream: the module's parse kernel, the secp256k1 module's
-//! recovery kernel (unchanged) and the module's address kernel. A batch goes in chunks of
-//! [`CHUNK`] records, each copied in whole (bytes and offsets), run and copied back before the
-//! next: not yet overlapped with the engine's slot pipeline.
+//! recovery kernel (unchanged) and the module's address kernel. A batch goes in chunks (the
+//! engine's chunk length, at most [`CHUNK`] records) through the engine's slots: pinned buffers
+//! reused between chunks and batches, each stream's copies and kernels overlapping the others'
+//! and the host's staging and decoding.
 
 use super::ecdsa::{ecdsa_gtable, loaded_ecdsa};
+use super::slots::Slot;
 use super::Engine;
 use crate::backend::unavailable;
-use crate::ethtx::{self, Answer, RawBatch, ADDRESS_KERNEL, KEY_ROW, OUT_ROWS, PARSE_KERNEL};
+use crate::ethtx::{self, Answer, ADDRESS_KERNEL, KEY_ROW, OUT_ROWS, PARSE_KERNEL};
 use crate::kernels::RECOVER_ROWS;
 use chainsig_core::algorithm::Algorithm;
 use chainsig_core::backend::BackendError;
 use chainsig_gpu::cudarc;
 use chainsig_gpu::cudarc::driver::{result, CudaFunction, LaunchConfig, PushKernelArg};
-use chainsig_gpu::{device_err, DevBuf};
+use chainsig_gpu::device_err;
 
 /// Records per launch: about 150 MB of mainnet-sized transactions and 92 MB of answers.
 pub(crate) const CHUNK: usize = 1 << 20;
@@ -72,7 +74,8 @@ impl Engine {
             address: load(ADDRESS_KERNEL)?,
         });
         let records = self_test_records();
-        let got = self.run_ethtx(&RawBatch::pack(records.iter().map(Vec::as_slice)))?;
+        let slices: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        let got = self.run_ethtx(&slices)?;
         let gtab = ecdsa_gtable(Algorithm::Secp256k1)?;
         for (i, raw) in records.iter().enumerate() {
             if got[i] != ethtx::host::recover(raw, gtab) {
@@ -85,101 +88,170 @@ impl Engine {
         Ok(())
     }
 
-    /// The sender of each raw transaction of `batch`, or its fault number
+    /// The sender of each raw transaction of `txs`, or its fault number
     /// (`chainsig_eth::rawtx::TxFault`; [`ethtx::FAULT_DEFER`] for the host to decode).
-    pub(crate) fn recover_raw(&mut self, batch: &RawBatch) -> Result<Vec<Answer>, BackendError> {
+    pub(crate) fn recover_raw(&mut self, txs: &[&[u8]]) -> Result<Vec<Answer>, BackendError> {
         self.ethtx()?;
-        self.run_ethtx(batch)
+        self.run_ethtx(txs)
     }
 
-    fn run_ethtx(&self, batch: &RawBatch) -> Result<Vec<Answer>, BackendError> {
+    /// The slot pipeline for transactions: chunk c goes to slot c mod streams, after that slot's
+    /// previous chunk is harvested. A chunk is staged into the slot's pinned message buffer
+    /// (offsets rebased to the chunk, then the bytes), copied in and run through the three
+    /// kernels on the slot's stream, its answer rows copied back into the slot's pinned key
+    /// buffer; while the GPU runs the other streams' chunks, the host decodes a finished one's
+    /// rows on every core. Buffers grow when a chunk needs more and are reused otherwise.
+    fn run_ethtx(&mut self, batch: &[&[u8]]) -> Result<Vec<Answer>, BackendError> {
+        let mut answers: Vec<Answer> = vec![Err(0); batch.len()];
+        if batch.is_empty() {
+            return Ok(answers);
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| device_err("bind context", e))?;
+        let chunk = self.cfg.chunk_len(batch.len()).min(CHUNK);
         let kernels = self.ethtx.as_ref().expect("loaded by Engine::ethtx");
         let secp = loaded_ecdsa(&self.ecdsa, Algorithm::Secp256k1);
-        let gtab = secp.gtab.ptr();
-        let mut answers = Vec::with_capacity(batch.len());
-        let stream = &self.slots[0].stream;
-        let grid = |n: usize, block: u32| LaunchConfig {
-            grid_dim: ((n as u32).div_ceil(block), 1, 1),
-            block_dim: (block, 1, 1),
-            shared_mem_bytes: 0,
+        let sms = self.sms;
+        let slots = &mut self.slots;
+        // Per slot: the chunk in flight (its first record and length).
+        let mut pending: Vec<Option<(usize, usize)>> = vec![None; slots.len()];
+        let mut run = || -> Result<(), BackendError> {
+            for (c, first) in (0..batch.len()).step_by(chunk).enumerate() {
+                let n = chunk.min(batch.len() - first);
+                let k = c % slots.len();
+                harvest(&mut slots[k], pending[k].take(), &mut answers)?;
+                launch_chunk(&mut slots[k], batch, first, n, kernels, secp, sms)?;
+                pending[k] = Some((first, n));
+            }
+            for (slot, chunk) in slots.iter_mut().zip(&mut pending) {
+                harvest(slot, chunk.take(), &mut answers)?;
+            }
+            Ok(())
         };
-        for first in (0..batch.len()).step_by(CHUNK) {
-            let n = CHUNK.min(batch.len() - first);
-            let base = batch.offsets[first];
-            let offsets: Vec<u64> = batch.offsets[first..=first + n]
-                .iter()
-                .map(|o| o - base)
-                .collect();
-            let bytes = &batch.bytes[base as usize..batch.offsets[first + n] as usize];
-            let recover_block = secp.recover.block_for(n, self.sms);
-            let recover_cfg = grid(n, recover_block);
-            // The recovery's bitmap: one bit per thread of its grid.
-            let found_words = (recover_cfg.grid_dim.0 * recover_block).div_ceil(32) as usize;
-            let (dbytes, doffsets, drec, dout, dfound) = (
-                DevBuf::new(bytes.len().max(1))?,
-                DevBuf::new(offsets.len() * 8)?,
-                DevBuf::new(RECOVER_ROWS * n * 4)?,
-                DevBuf::new(OUT_ROWS * n * 4)?,
-                DevBuf::new(found_words * 4)?,
-            );
-            // SAFETY: each buffer holds at least what is copied into it; synchronous copies.
-            unsafe {
-                if !bytes.is_empty() {
-                    result::memcpy_htod_sync(dbytes.ptr(), bytes)
-                        .map_err(|e| device_err("copy in", e))?;
-                }
-                result::memcpy_htod_sync(doffsets.ptr(), &offsets)
-                    .map_err(|e| device_err("copy in", e))?;
+        if let Err(e) = run() {
+            // Nothing may still be writing the slots' buffers when they are next used.
+            for slot in self.slots.iter() {
+                let _ = slot.stream.synchronize();
             }
-            let (count, stride) = (n as u32, n as u32);
-            let (pbytes, poffsets, prec, pout, pfound) = (
-                dbytes.ptr(),
-                doffsets.ptr(),
-                drec.ptr(),
-                dout.ptr(),
-                dfound.ptr(),
-            );
-            let pkeys = pout + (KEY_ROW * n * 4) as u64;
-            let mut parse = stream.launch_builder(&kernels.parse);
-            parse
-                .arg(&pbytes)
-                .arg(&poffsets)
-                .arg(&count)
-                .arg(&prec)
-                .arg(&pout)
-                .arg(&stride);
-            let mut recover = stream.launch_builder(&secp.recover.func);
-            recover
-                .arg(&prec)
-                .arg(&stride)
-                .arg(&count)
-                .arg(&gtab)
-                .arg(&pfound)
-                .arg(&pkeys);
-            let mut address = stream.launch_builder(&kernels.address);
-            address.arg(&pfound).arg(&count).arg(&pout).arg(&stride);
-            // SAFETY: argument types match cs_ethtx_parse, CS_INSTANTIATE_RECOVER and
-            // cs_ethtx_address; the buffers are sized for n records (and the recovery's grid).
-            unsafe {
-                parse
-                    .launch(grid(n, BLOCK))
-                    .map_err(|e| device_err("kernel launch (ethtx parse)", e))?;
-                recover
-                    .launch(recover_cfg)
-                    .map_err(|e| device_err("kernel launch (ethtx recovery)", e))?;
-                address
-                    .launch(grid(n, BLOCK))
-                    .map_err(|e| device_err("kernel launch (ethtx address)", e))?;
-            }
-            stream
-                .synchronize()
-                .map_err(|e| device_err("synchronize", e))?;
-            let mut out = vec![0u32; OUT_ROWS * n];
-            // SAFETY: sizes as allocated; the stream has finished.
-            unsafe { result::memcpy_dtoh_sync(&mut out, dout.ptr()) }
-                .map_err(|e| device_err("copy out", e))?;
-            answers.extend((0..n).map(|i| ethtx::answer(&out, n, i)));
+            return Err(e);
         }
         Ok(answers)
+    }
+}
+
+/// Waits for the slot's chunk in flight, if any, and decodes its answer rows into `answers`.
+fn harvest(
+    slot: &mut Slot,
+    chunk: Option<(usize, usize)>,
+    answers: &mut [Answer],
+) -> Result<(), BackendError> {
+    use rayon::prelude::*;
+    let Some((first, n)) = chunk else {
+        return Ok(());
+    };
+    slot.done.sync()?;
+    let rows = &slot.pin_keys.as_slice()[..OUT_ROWS * n];
+    answers[first..first + n]
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(i, answer)| *answer = ethtx::answer(rows, n, i));
+    Ok(())
+}
+
+/// Stages records [first, first + n) of `batch` (the caller's slices) in the slot and queues, on its stream: the copy
+/// in, the parse, recovery and address kernels, the copy of the answer rows out, and the slot's
+/// event.
+fn launch_chunk(
+    slot: &mut Slot,
+    batch: &[&[u8]],
+    first: usize,
+    n: usize,
+    kernels: &EthtxKernel,
+    secp: &super::ecdsa::EcdsaKernels,
+    sms: u32,
+) -> Result<(), BackendError> {
+    let txs = &batch[first..first + n];
+    let total = ethtx::total_bytes(txs);
+    let recover_block = secp.recover.block_for(n, sms);
+    let recover_cfg = grid(n, recover_block);
+    // The recovery's bitmap: one bit per thread of its grid.
+    let found_words = (recover_cfg.grid_dim.0 * recover_block).div_ceil(32) as usize;
+    // The message buffer: n + 1 offsets of 8 bytes, then the bytes.
+    let offset_words = 2 * (n + 1);
+    let in_words = offset_words + total.div_ceil(4);
+    slot.reserve_messages(in_words)?;
+    slot.reserve(RECOVER_ROWS * n, found_words.div_ceil(2), OUT_ROWS * n)?;
+    {
+        let pin = &mut slot.pin_msg.as_mut_slice()[..in_words];
+        // SAFETY: the pinned buffer (page-aligned, at least in_words long) viewed as n + 1 u64
+        // offsets and then as bytes: disjoint parts of the same memory, every bit pattern valid
+        // for both types, and `pin` unused while the views live.
+        let (offsets, tail) = pin.split_at_mut(offset_words);
+        let offsets: &mut [u64] =
+            unsafe { std::slice::from_raw_parts_mut(offsets.as_mut_ptr().cast::<u64>(), n + 1) };
+        let bytes: &mut [u8] =
+            unsafe { std::slice::from_raw_parts_mut(tail.as_mut_ptr().cast::<u8>(), total) };
+        ethtx::stage(txs, offsets, bytes);
+    }
+    let stream = slot.stream.cu_stream();
+    // SAFETY: pin_msg and dev_msg hold at least in_words words; the pinned buffer is not
+    // touched again until the slot's event has completed (harvest syncs on it first).
+    unsafe {
+        result::memcpy_htod_async(slot.dev_msg.ptr(), &slot.pin_msg.as_slice()[..in_words], stream)
+            .map_err(|e| device_err("copy raw transactions in", e))?;
+    }
+    let (count, stride) = (n as u32, n as u32);
+    let poffsets = slot.dev_msg.ptr();
+    let pbytes = poffsets + (offset_words * 4) as u64;
+    let (prec, pfound, pout) = (slot.dev_in.ptr(), slot.dev_out.ptr(), slot.dev_keys.ptr());
+    let pkeys = pout + (KEY_ROW * n * 4) as u64;
+    let gtab = secp.gtab.ptr();
+    let mut parse = slot.stream.launch_builder(&kernels.parse);
+    parse
+        .arg(&pbytes)
+        .arg(&poffsets)
+        .arg(&count)
+        .arg(&prec)
+        .arg(&pout)
+        .arg(&stride);
+    let mut recover = slot.stream.launch_builder(&secp.recover.func);
+    recover
+        .arg(&prec)
+        .arg(&stride)
+        .arg(&count)
+        .arg(&gtab)
+        .arg(&pfound)
+        .arg(&pkeys);
+    let mut address = slot.stream.launch_builder(&kernels.address);
+    address.arg(&pfound).arg(&count).arg(&pout).arg(&stride);
+    // SAFETY: argument types match cs_ethtx_parse, CS_INSTANTIATE_RECOVER and cs_ethtx_address;
+    // the slot's buffers hold the chunk's bytes and offsets (dev_msg), RECOVER_ROWS rows of n
+    // words (dev_in), the recovery grid's bitmap (dev_out) and OUT_ROWS rows of n words
+    // (dev_keys, and pin_keys for the copy out, which harvest reads after the event).
+    unsafe {
+        parse
+            .launch(grid(n, BLOCK))
+            .map_err(|e| device_err("kernel launch (ethtx parse)", e))?;
+        recover
+            .launch(recover_cfg)
+            .map_err(|e| device_err("kernel launch (ethtx recovery)", e))?;
+        address
+            .launch(grid(n, BLOCK))
+            .map_err(|e| device_err("kernel launch (ethtx address)", e))?;
+        let rows = &mut slot.pin_keys.as_mut_slice()[..OUT_ROWS * n];
+        result::memcpy_dtoh_async(rows, pout, stream)
+            .map_err(|e| device_err("copy transaction answers out", e))?;
+    }
+    slot.done.record(&slot.stream)?;
+    Ok(())
+}
+
+/// One thread a record, in blocks of `block`.
+fn grid(n: usize, block: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(block), 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
     }
 }

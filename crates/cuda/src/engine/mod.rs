@@ -37,7 +37,7 @@ use crate::host;
 use crate::kernels::{self, KernelConfig};
 use crate::launch::{launch_shape, pick_kernel, round_chunk, Loaded};
 use crate::messages::MessageBatch;
-use crate::raw::RawSm2Batch;
+use crate::raw::RawPart;
 use crate::signers::{StageSigned, SIGNED_ROWS};
 use crate::stage::{chunk_words, stage, stage_recover};
 use crate::CudaConfig;
@@ -146,7 +146,7 @@ enum Work<'a> {
     Recover(Algorithm, &'a [RecoverItem]),
     /// SM2 records from their bytes, fresh signers (`None`) or known ones with their numbers:
     /// the raw kernel writes the verification input and a fault per record ([`raw`]).
-    Raw(&'a RawSm2Batch, Option<&'a [u32]>, &'a CudaFunction),
+    Raw(RawPart<'a>, Option<&'a [u32]>, &'a CudaFunction),
 }
 
 impl Work<'_> {
@@ -155,7 +155,7 @@ impl Work<'_> {
             Work::Records(rows, _) | Work::Ecdsa(rows) => rows.len,
             Work::Signed(b, _) => b.len(),
             Work::Recover(_, items) => items.len(),
-            Work::Raw(b, ..) => b.len(),
+            Work::Raw(part, ..) => part.len(),
         }
     }
 
@@ -348,7 +348,7 @@ impl Engine {
             faults: works
                 .iter()
                 .map(|w| match w {
-                    Work::Raw(b, ..) => vec![0; b.len()],
+                    Work::Raw(part, ..) => vec![0; part.len()],
                     _ => Vec::new(),
                 })
                 .collect(),
@@ -485,8 +485,8 @@ impl Engine {
                 Work::Raw(..) => {}
             }
             let s = slot.stream.cu_stream();
-            if let Work::Raw(batch, signers, kernel) = work {
-                raw::prepare_chunk(slot, batch, signers, kernel, ktabs, i0, m, mp)?;
+            if let Work::Raw(part, signers, kernel) = work {
+                raw::prepare_chunk(slot, part, signers, kernel, ktabs, i0, m, mp)?;
             } else {
                 fault::check(Op::Copy, "copy in")?;
                 // SAFETY: pinned and device buffers hold in_words / out_words; the pinned buffers

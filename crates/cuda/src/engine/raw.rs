@@ -11,7 +11,7 @@ use super::{Engine, Work};
 use crate::backend::unavailable;
 use crate::backend::NAME;
 use crate::kernels;
-use crate::raw::{KnownEncodings, RawSm2Batch, RawSm2Item, RawVerdicts};
+use crate::raw::{KnownEncodings, RawPart, RawSm2Batch, RawSm2Item, RawSplit, RawVerdicts};
 use chainsig_core::backend::BackendError;
 use chainsig_gpu::cudarc;
 use chainsig_gpu::cudarc::driver::{result, CudaFunction, LaunchConfig, PushKernelArg};
@@ -67,22 +67,24 @@ impl Engine {
         };
         let split = match &self.ktabs {
             Some((_, index)) if self.signed.is_some() => KnownEncodings::new(index).split(batch),
-            _ => {
-                let mut out = self.pipeline(&[Work::Raw(batch, None, &fresh)])?;
-                return answer(out.words.remove(0), out.faults.remove(0), batch.len());
-            }
+            _ => RawSplit::default(),
         };
-        let (known, others) = (
-            batch.select(&split.known_at),
-            batch.select(&split.others_at),
-        );
-        // The rest first: its one chunk starts before the known part's and overlaps it.
+        if split.known_at.is_empty() {
+            let mut out = self.pipeline(&[Work::Raw(RawPart::all(batch), None, &fresh)])?;
+            return answer(out.words.remove(0), out.faults.remove(0), batch.len());
+        }
+        // Each part gathered from the batch as its chunks are staged. The rest first: its chunk
+        // starts before the known part's and overlaps it.
         let mut out = self.pipeline(&[
-            Work::Raw(&others, None, &fresh),
-            Work::Raw(&known, Some(&split.signers), &signed),
+            Work::Raw(RawPart::gathered(batch, &split.others_at), None, &fresh),
+            Work::Raw(
+                RawPart::gathered(batch, &split.known_at),
+                Some(&split.signers),
+                &signed,
+            ),
         ])?;
-        let known = answer(out.words.remove(1), out.faults.remove(1), known.len())?;
-        let others = answer(out.words.remove(0), out.faults.remove(0), others.len())?;
+        let known = answer(out.words.remove(1), out.faults.remove(1), split.known_at.len())?;
+        let others = answer(out.words.remove(0), out.faults.remove(0), split.others_at.len())?;
         Ok(split.merge(&known, &others))
     }
 }
@@ -94,8 +96,9 @@ impl Engine {
     fn raw_self_test(&self, fresh: &CudaFunction) -> Result<(), BackendError> {
         let batch = self_test_batch();
         let (m, mp) = (batch.len(), batch.len().next_multiple_of(64));
-        let mut staged = vec![0u32; crate::raw::chunk_words(&batch, 0, m)];
-        crate::raw::stage(&batch, 0, m, &mut staged).map_err(unavailable)?;
+        let part = RawPart::all(&batch);
+        let mut staged = vec![0u32; part.chunk_words(0, m)];
+        part.stage(0, m, &mut staged).map_err(unavailable)?;
         let (want_rows, want_faults) = crate::host::raw::raw_chunk(&staged, m, mp, None);
         let (din, drows, dfaults) = (
             DevBuf::new(staged.len() * 4)?,
@@ -201,14 +204,14 @@ fn answer(words: Vec<u64>, faults: Vec<u8>, len: usize) -> Result<RawVerdicts, B
     Ok(out)
 }
 
-/// Stages chunk [i0, i0 + m) of the raw records (padded stride `mp`) into the slot's message
+/// Stages chunk [i0, i0 + m) of the raw records `part` (padded stride `mp`) into the slot's message
 /// buffers, copies it in and launches the raw kernel, which writes the chunk's verification input
 /// into `dev_in` and its fault codes into `dev_keys`, on the slot's stream before the
 /// verification kernel. `signers`: the known signers' numbers of the whole work, if it is theirs.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn prepare_chunk(
     slot: &mut Slot,
-    batch: &RawSm2Batch,
+    part: RawPart,
     signers: Option<&[u32]>,
     kernel: &CudaFunction,
     ktabs: u64,
@@ -217,12 +220,12 @@ pub(super) fn prepare_chunk(
     mp: usize,
 ) -> Result<(), BackendError> {
     let s = slot.stream.cu_stream();
-    let words = crate::raw::chunk_words(batch, i0, m);
+    let words = part.chunk_words(i0, m);
     // The signers' numbers follow the records' bytes.
     let numbers = signers.map_or(0, |_| m);
     slot.reserve_messages(words + numbers)?;
     let pin = slot.pin_msg.as_mut_slice();
-    crate::raw::stage(batch, i0, m, &mut pin[..words])
+    part.stage(i0, m, &mut pin[..words])
         .map_err(|e| device_err("stage raw records", e))?;
     if let Some(signers) = signers {
         pin[words..words + m].copy_from_slice(&signers[i0..i0 + m]);
@@ -275,8 +278,9 @@ mod tests {
     fn the_self_test_records_reach_every_key_outcome_in_the_host_build() {
         let batch = self_test_batch();
         let (m, mp) = (batch.len(), batch.len().next_multiple_of(64));
-        let mut staged = vec![0u32; crate::raw::chunk_words(&batch, 0, m)];
-        crate::raw::stage(&batch, 0, m, &mut staged).unwrap();
+        let part = RawPart::all(&batch);
+        let mut staged = vec![0u32; part.chunk_words(0, m)];
+        part.stage(0, m, &mut staged).unwrap();
         let (_, faults) = crate::host::raw::raw_chunk(&staged, m, mp, None);
         let mut seen: Vec<u8> = faults.clone();
         seen.sort();

@@ -260,12 +260,22 @@ mod alloy_rlp_like {
 }
 
 #[test]
-fn a_batch_packs_its_records_and_answers_read_back() {
+fn a_chunk_stages_its_records_and_answers_read_back() {
     let records: Vec<&[u8]> = vec![b"ab", b"", b"cde"];
-    let batch = ethtx::RawBatch::pack(records);
-    assert_eq!(batch.len(), 3);
-    assert_eq!(batch.offsets, vec![0, 2, 2, 5]);
-    assert_eq!(batch.bytes, b"abcde");
+    let (mut offsets, mut bytes) = (vec![9u64; 4], vec![0u8; ethtx::total_bytes(&records)]);
+    ethtx::stage(&records, &mut offsets, &mut bytes);
+    assert_eq!(offsets, vec![0, 2, 2, 5]);
+    assert_eq!(bytes, b"abcde");
+    // Several staging pieces (2048 records each) and a ragged last one.
+    let owned: Vec<Vec<u8>> = (0..5000usize)
+        .map(|i| (0..i % 37).map(|k| (i * 31 + k) as u8).collect())
+        .collect();
+    let records: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+    let (mut offsets, mut bytes) = (vec![0u64; 5001], vec![0u8; ethtx::total_bytes(&records)]);
+    ethtx::stage(&records, &mut offsets, &mut bytes);
+    for (i, tx) in owned.iter().enumerate() {
+        assert_eq!(&bytes[offsets[i] as usize..offsets[i + 1] as usize], &tx[..], "record {i}");
+    }
     // Column-major answers for two records: a fault, then a sender.
     let stride = 2;
     let mut out = vec![0u32; ethtx::OUT_ROWS * stride];

@@ -142,8 +142,9 @@ fn through_kernel(batch: &RawSm2Batch, chunk: usize) -> Vec<([[u32; 8]; 5], u8)>
     for i0 in (0..batch.len()).step_by(chunk) {
         let m = chunk.min(batch.len() - i0);
         let mp = m.next_multiple_of(64);
-        let mut staged = vec![0xa5a5_a5a5u32; raw::chunk_words(batch, i0, m)];
-        raw::stage(batch, i0, m, &mut staged).expect("stage");
+        let part = raw::RawPart::all(batch);
+        let mut staged = vec![0xa5a5_a5a5u32; part.chunk_words(i0, m)];
+        part.stage(i0, m, &mut staged).expect("stage");
         let (rows, faults) = dev::raw_chunk(&staged, m, mp, None);
         for i in 0..m {
             let row = |k: usize| std::array::from_fn(|j| rows[(8 * k + j) * mp + i]);
@@ -339,11 +340,12 @@ fn raw_records_verified_by_the_kernel_code_match_rustcrypto_for_fresh_and_known_
                 .unwrap() as u32
         })
         .collect();
-    let part = batch.select(&known);
+    // Gathered from the batch as the engine stages a known signers' part.
+    let part = raw::RawPart::gathered(&batch, &known);
     let (m, mp) = (known.len(), known.len().next_multiple_of(64));
     assert!(m >= 40, "{m} records of the two signers");
-    let mut staged = vec![0u32; raw::chunk_words(&part, 0, m)];
-    raw::stage(&part, 0, m, &mut staged).unwrap();
+    let mut staged = vec![0u32; part.chunk_words(0, m)];
+    part.stage(0, m, &mut staged).unwrap();
     let (rows, faults) = dev::raw_chunk(&staged, m, mp, Some((&numbers, &ktabs)));
     let prep = Preparer::new();
     for (k, &i) in known.iter().enumerate() {
