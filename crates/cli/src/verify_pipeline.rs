@@ -131,13 +131,7 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
     summary.stats.wall = started.elapsed();
     summary.stats.gpu = crate::backends::started_cuda()
         .zip(gpu_before)
-        .map(|(cuda, before)| {
-            let now = cuda.pipeline_times();
-            chainsig_cuda::PipelineTimes {
-                stage: now.stage - before.stage,
-                wait: now.wait - before.wait,
-            }
-        });
+        .map(|(cuda, before)| cuda.pipeline_times().since(&before));
     Ok(summary)
 }
 

@@ -77,6 +77,20 @@ pub struct PipelineTimes {
     pub stage: std::time::Duration,
     /// Waiting for chunks' copies and kernels to complete, and taking their verdicts.
     pub wait: std::time::Duration,
+    /// Turning a finished chunk's answer rows into the caller's answers (raw transactions:
+    /// fault, address and key per record).
+    pub decode: std::time::Duration,
+}
+
+impl PipelineTimes {
+    /// The time spent since `before` (an earlier reading of the same backend).
+    pub fn since(&self, before: &PipelineTimes) -> PipelineTimes {
+        PipelineTimes {
+            stage: self.stage - before.stage,
+            wait: self.wait - before.wait,
+            decode: self.decode - before.decode,
+        }
+    }
 }
 
 /// A submitted batch; `confirm` waits for its verdicts.
@@ -178,6 +192,7 @@ impl CudaBackend {
             if let Ok(e) = d.engine.lock() {
                 sum.stage += e.times.stage;
                 sum.wait += e.times.wait;
+                sum.decode += e.times.decode;
             }
         }
         sum

@@ -11,6 +11,7 @@
 use super::ecdsa::{ecdsa_gtable, loaded_ecdsa};
 use super::slots::Slot;
 use super::Engine;
+use crate::backend::PipelineTimes;
 use crate::backend::unavailable;
 use crate::ethtx::{self, Answer, ADDRESS_KERNEL, KEY_ROW, OUT_ROWS, PARSE_KERNEL};
 use crate::kernels::RECOVER_ROWS;
@@ -19,9 +20,13 @@ use chainsig_core::backend::BackendError;
 use chainsig_gpu::cudarc;
 use chainsig_gpu::cudarc::driver::{result, CudaFunction, LaunchConfig, PushKernelArg};
 use chainsig_gpu::device_err;
+use std::collections::VecDeque;
+use std::time::Instant;
 
-/// Records per launch: about 150 MB of mainnet-sized transactions and 92 MB of answers.
-pub(crate) const CHUNK: usize = 1 << 20;
+/// The most records in a chunk: 2^16 (about 10 MB of mainnet-sized transactions and 6 MB of
+/// answers), so that a batch of 2^20 makes sixteen chunks, and staging the first and decoding the
+/// last (which nothing overlaps) are a sixteenth of the host's work.
+pub(crate) const CHUNK: usize = 1 << 16;
 
 /// The loaded transaction kernels.
 pub(crate) struct EthtxKernel {
@@ -102,7 +107,7 @@ impl Engine {
     /// buffer; while the GPU runs the other streams' chunks, the host decodes a finished one's
     /// rows on every core. Buffers grow when a chunk needs more and are reused otherwise.
     fn run_ethtx(&mut self, batch: &[&[u8]]) -> Result<Vec<Answer>, BackendError> {
-        let mut answers: Vec<Answer> = vec![Err(0); batch.len()];
+        let mut answers: Vec<Answer> = Vec::with_capacity(batch.len());
         if batch.is_empty() {
             return Ok(answers);
         }
@@ -112,20 +117,28 @@ impl Engine {
         let chunk = self.cfg.chunk_len(batch.len()).min(CHUNK);
         let kernels = self.ethtx.as_ref().expect("loaded by Engine::ethtx");
         let secp = loaded_ecdsa(&self.ecdsa, Algorithm::Secp256k1);
-        let sms = self.sms;
+        let (sms, times) = (self.sms, &mut self.times);
         let slots = &mut self.slots;
-        // Per slot: the chunk in flight (its first record and length).
-        let mut pending: Vec<Option<(usize, usize)>> = vec![None; slots.len()];
+        // The chunks in flight, oldest first: slot and length. Chunk c goes to slot c mod
+        // streams, so a slot's previous chunk is always the oldest, and answers are appended in
+        // record order.
+        let mut in_flight: VecDeque<(usize, usize)> = VecDeque::with_capacity(slots.len());
         let mut run = || -> Result<(), BackendError> {
             for (c, first) in (0..batch.len()).step_by(chunk).enumerate() {
                 let n = chunk.min(batch.len() - first);
                 let k = c % slots.len();
-                harvest(&mut slots[k], pending[k].take(), &mut answers)?;
+                if in_flight.len() == slots.len() {
+                    let (oldest, len) = in_flight.pop_front().expect("a chunk in flight");
+                    debug_assert_eq!(oldest, k);
+                    harvest(&mut slots[oldest], len, &mut answers, times)?;
+                }
+                let staged = Instant::now();
                 launch_chunk(&mut slots[k], batch, first, n, kernels, secp, sms)?;
-                pending[k] = Some((first, n));
+                times.stage += staged.elapsed();
+                in_flight.push_back((k, n));
             }
-            for (slot, chunk) in slots.iter_mut().zip(&mut pending) {
-                harvest(slot, chunk.take(), &mut answers)?;
+            while let Some((k, len)) = in_flight.pop_front() {
+                harvest(&mut slots[k], len, &mut answers, times)?;
             }
             Ok(())
         };
@@ -136,26 +149,27 @@ impl Engine {
             }
             return Err(e);
         }
+        debug_assert_eq!(answers.len(), batch.len());
         Ok(answers)
     }
 }
 
-/// Waits for the slot's chunk in flight, if any, and decodes its answer rows into `answers`.
+/// Waits for the slot's chunk of `n` records and appends its answers, decoded from the rows on
+/// every core.
 fn harvest(
     slot: &mut Slot,
-    chunk: Option<(usize, usize)>,
-    answers: &mut [Answer],
+    n: usize,
+    answers: &mut Vec<Answer>,
+    times: &mut PipelineTimes,
 ) -> Result<(), BackendError> {
     use rayon::prelude::*;
-    let Some((first, n)) = chunk else {
-        return Ok(());
-    };
+    let waited = Instant::now();
     slot.done.sync()?;
+    let decoded = Instant::now();
+    times.wait += decoded - waited;
     let rows = &slot.pin_keys.as_slice()[..OUT_ROWS * n];
-    answers[first..first + n]
-        .par_iter_mut()
-        .enumerate()
-        .for_each(|(i, answer)| *answer = ethtx::answer(rows, n, i));
+    answers.par_extend((0..n).into_par_iter().map(|i| ethtx::answer(rows, n, i)));
+    times.decode += decoded.elapsed();
     Ok(())
 }
 

@@ -42,17 +42,26 @@ fn gpu_raw_transactions_give_the_cpus_senders_and_faults() {
     // The first call compiles (or loads) and checks the modules and grows the buffers; then the
     // median of three timed calls, each answering as the first.
     let got = gpu.recover_raw(&txs).expect("recover_raw");
-    let mut times: Vec<f64> = (0..3)
+    let mut times: Vec<(f64, chainsig_cuda::PipelineTimes)> = (0..3)
         .map(|_| {
+            let before = gpu.pipeline_times();
             let started = Instant::now();
             let again = gpu.recover_raw(&txs).expect("recover_raw");
             let secs = started.elapsed().as_secs_f64();
+            let phases = gpu.pipeline_times().since(&before);
             assert!(again == got, "the same transactions answered differently");
-            secs
+            (secs, phases)
         })
         .collect();
-    times.sort_by(f64::total_cmp);
-    let gpu_s = times[1];
+    times.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (gpu_s, phases) = times[1];
+    println!(
+        "the median run's host time: staging and launching {:.1} ms, waiting for the GPU {:.1} ms, \
+         decoding answers {:.1} ms",
+        phases.stage.as_secs_f64() * 1e3,
+        phases.wait.as_secs_f64() * 1e3,
+        phases.decode.as_secs_f64() * 1e3
+    );
     // The same through the library's entry (the backend trait: the path of the C ABI, the
     // service and the CLI), answers converted for the caller.
     let started = Instant::now();
