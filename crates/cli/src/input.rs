@@ -38,6 +38,45 @@ pub struct TextChunk {
     /// `ends[k]`: where line k ends in `text`, its newline included; it starts where line k − 1
     /// ends.
     ends: Vec<usize>,
+    /// Where the buffer goes back when the chunk is dropped (the reader's, for its next chunks).
+    pool: Option<Arc<Buffers>>,
+}
+
+/// Chunk buffers given back by dropped chunks, for the reader to fill again: a fresh buffer's
+/// pages are touched (faulted in) for the first time as it is filled, which cost the reader more
+/// than the reading itself (10⁶ SM2 records, 488 MB: 0.35–0.4 s in a fresh process against
+/// 0.12 s with its buffers warm).
+#[derive(Debug, Default)]
+struct Buffers(Mutex<Vec<Vec<u8>>>);
+
+/// Buffers kept at most: as many as chunks are in flight in the verify pipeline.
+const KEPT_BUFFERS: usize = 6;
+
+impl Buffers {
+    /// An empty buffer with room for `room` bytes, a given-back one if it has the room.
+    fn take(&self, room: usize) -> Vec<u8> {
+        let mut kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match kept.iter().position(|b| b.capacity() >= room) {
+            Some(k) => kept.swap_remove(k),
+            None => Vec::with_capacity(room),
+        }
+    }
+
+    fn give(&self, mut buffer: Vec<u8>) {
+        let mut kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() < KEPT_BUFFERS {
+            buffer.clear();
+            kept.push(buffer);
+        }
+    }
+}
+
+impl Drop for TextChunk {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.give(std::mem::take(&mut self.text));
+        }
+    }
 }
 
 impl TextChunk {
@@ -46,6 +85,7 @@ impl TextChunk {
             first,
             text,
             ends: Vec::new(),
+            pool: None,
         }
     }
 
@@ -88,11 +128,23 @@ impl TextChunk {
     /// Cuts the chunk after its last line: the bytes past it (a line still being read) become
     /// the start of the next chunk.
     fn split_after_last_line(&mut self) -> TextChunk {
+        self.split_after_last_line_into(READ_BLOCK)
+    }
+
+    /// As [`TextChunk::split_after_last_line`], the next chunk's buffer made with room for
+    /// `room` bytes.
+    fn split_after_last_line_into(&mut self, room: usize) -> TextChunk {
         let cut = self.ends.last().copied().unwrap_or(0);
-        let mut rest = Vec::with_capacity(self.text.len().max(READ_BLOCK));
+        let room = room.max(self.text.len() - cut + READ_BLOCK);
+        let mut rest = match &self.pool {
+            Some(pool) => pool.take(room),
+            None => Vec::with_capacity(room),
+        };
         rest.extend_from_slice(&self.text[cut..]);
         self.text.truncate(cut);
-        TextChunk::starting_at(self.first + self.ends.len() as u64, rest)
+        let mut next = TextChunk::starting_at(self.first + self.ends.len() as u64, rest);
+        next.pool = self.pool.clone();
+        next
     }
 }
 
@@ -181,18 +233,32 @@ pub fn text_chunks(input: Input, chunk: usize) -> TextChunks {
     TextChunks { shared, chunk }
 }
 
-/// The reader thread: reads `input` in blocks and queues its lines in chunks.
+/// The reader thread: reads `input` in blocks straight into the chunk being filled and queues its
+/// lines in chunks. A chunk's buffer is sized from the last full chunk's bytes, so that a chunk is
+/// read without the buffer growing (each growth copies what was read and touches new pages).
 fn read_chunks(mut input: Input, chunk: usize, shared: &Shared) {
-    let mut block = vec![0u8; READ_BLOCK];
-    let mut current = TextChunk::starting_at(1, Vec::new());
+    let mut current = TextChunk::starting_at(1, Vec::with_capacity(2 * READ_BLOCK));
+    current.pool = Some(Arc::new(Buffers::default()));
+    // Bytes of the last full chunk, and a block to spare: the next chunk's room.
+    let mut room = 2 * READ_BLOCK;
     let mut busy = Duration::ZERO;
     loop {
         let started = Instant::now();
-        let n = match input.reader.read(&mut block) {
-            Ok(0) => break,
+        let scan_from = current.text.len();
+        if current.text.capacity() - scan_from < READ_BLOCK {
+            current.text.reserve(room.max(READ_BLOCK));
+        }
+        // The read goes into the buffer's spare room, zeroed once when the room is first used
+        // (a read may not be handed uninitialised memory).
+        current.text.resize(scan_from + READ_BLOCK, 0);
+        let n = match input.reader.read(&mut current.text[scan_from..]) {
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                current.text.truncate(scan_from);
+                continue;
+            }
             Err(e) => {
+                current.text.truncate(scan_from);
                 let rest = current.split_after_last_line();
                 push(shared, current, chunk, busy);
                 // The partial line before the failure is not a line: it is dropped with the error.
@@ -204,13 +270,17 @@ fn read_chunks(mut input: Input, chunk: usize, shared: &Shared) {
                 return;
             }
         };
-        let mut scan = current.text.len();
-        current.text.extend_from_slice(&block[..n]);
+        current.text.truncate(scan_from + n);
+        if n == 0 {
+            break;
+        }
+        let mut scan = scan_from;
         while let Some(at) = memchr::memchr(b'\n', &current.text[scan..]) {
             scan += at + 1;
             current.ends.push(scan);
             if current.ends.len() == chunk {
-                let next = current.split_after_last_line();
+                room = scan + READ_BLOCK;
+                let next = current.split_after_last_line_into(room);
                 busy += started.elapsed();
                 if !push(shared, std::mem::replace(&mut current, next), chunk, busy) {
                     return;
