@@ -55,7 +55,10 @@ const KEPT_BUFFERS: usize = 6;
 impl Buffers {
     /// An empty buffer with room for `room` bytes, a given-back one if it has the room.
     fn take(&self, room: usize) -> Vec<u8> {
-        let mut kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match kept.iter().position(|b| b.capacity() >= room) {
             Some(k) => kept.swap_remove(k),
             None => Vec::with_capacity(room),
@@ -63,7 +66,10 @@ impl Buffers {
     }
 
     fn give(&self, mut buffer: Vec<u8>) {
-        let mut kept = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if kept.len() < KEPT_BUFFERS {
             buffer.clear();
             kept.push(buffer);

@@ -65,7 +65,11 @@ pub fn total_bytes(txs: &[&[u8]]) -> usize {
 /// after another, copied straight from the caller's slices, in pieces on every core.
 pub fn stage(txs: &[&[u8]], offsets: &mut [u64], bytes: &mut [u8]) {
     use rayon::prelude::*;
-    assert_eq!(offsets.len(), txs.len() + 1, "one offset per record and the end");
+    assert_eq!(
+        offsets.len(),
+        txs.len() + 1,
+        "one offset per record and the end"
+    );
     let mut end = 0u64;
     offsets[0] = 0;
     for (o, tx) in offsets[1..].iter_mut().zip(txs) {

@@ -11,8 +11,8 @@
 use super::ecdsa::{ecdsa_gtable, loaded_ecdsa};
 use super::slots::Slot;
 use super::Engine;
-use crate::backend::PipelineTimes;
 use crate::backend::unavailable;
+use crate::backend::PipelineTimes;
 use crate::ethtx::{self, Answer, ADDRESS_KERNEL, KEY_ROW, OUT_ROWS, PARSE_KERNEL};
 use crate::kernels::RECOVER_ROWS;
 use chainsig_core::algorithm::Algorithm;
@@ -212,8 +212,12 @@ fn launch_chunk(
     // SAFETY: pin_msg and dev_msg hold at least in_words words; the pinned buffer is not
     // touched again until the slot's event has completed (harvest syncs on it first).
     unsafe {
-        result::memcpy_htod_async(slot.dev_msg.ptr(), &slot.pin_msg.as_slice()[..in_words], stream)
-            .map_err(|e| device_err("copy raw transactions in", e))?;
+        result::memcpy_htod_async(
+            slot.dev_msg.ptr(),
+            &slot.pin_msg.as_slice()[..in_words],
+            stream,
+        )
+        .map_err(|e| device_err("copy raw transactions in", e))?;
     }
     let (count, stride) = (n as u32, n as u32);
     let poffsets = slot.dev_msg.ptr();

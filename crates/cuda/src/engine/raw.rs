@@ -83,8 +83,16 @@ impl Engine {
                 &signed,
             ),
         ])?;
-        let known = answer(out.words.remove(1), out.faults.remove(1), split.known_at.len())?;
-        let others = answer(out.words.remove(0), out.faults.remove(0), split.others_at.len())?;
+        let known = answer(
+            out.words.remove(1),
+            out.faults.remove(1),
+            split.known_at.len(),
+        )?;
+        let others = answer(
+            out.words.remove(0),
+            out.faults.remove(0),
+            split.others_at.len(),
+        )?;
         Ok(split.merge(&known, &others))
     }
 }

@@ -274,7 +274,11 @@ fn a_chunk_stages_its_records_and_answers_read_back() {
     let (mut offsets, mut bytes) = (vec![0u64; 5001], vec![0u8; ethtx::total_bytes(&records)]);
     ethtx::stage(&records, &mut offsets, &mut bytes);
     for (i, tx) in owned.iter().enumerate() {
-        assert_eq!(&bytes[offsets[i] as usize..offsets[i + 1] as usize], &tx[..], "record {i}");
+        assert_eq!(
+            &bytes[offsets[i] as usize..offsets[i + 1] as usize],
+            &tx[..],
+            "record {i}"
+        );
     }
     // Column-major answers for two records: a fault, then a sender.
     let stride = 2;
