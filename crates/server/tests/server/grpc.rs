@@ -261,6 +261,49 @@ async fn a_long_stream_answers_every_item_in_order_and_bad_items_do_not_end_it()
     );
 }
 
+/// One item at a time, each sent after the previous answer: every chunk is a lone transaction,
+/// which the service signs where it reads it rather than on the blocking pool; answers, errors
+/// and metrics as for a stream sent at once.
+#[tokio::test]
+async fn a_lock_step_stream_gets_each_answer_before_sending_the_next() {
+    let server = TestServer::start(Options::default()).await;
+    let mut client = SignerClient::with_interceptor(grpc_channel(&server).await, bearer(None));
+    let from = address_of(EIP1559_KEY);
+    let (send, requests) = tokio::sync::mpsc::channel(1);
+    let mut answers = client
+        .sign_stream(tokio_stream::wrappers::ReceiverStream::new(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    let (mut signed, mut errors) = (0, 0);
+    // Items 13 and 110 are bad (stream_item: one in 97).
+    for i in 0..120u64 {
+        let (request, bad) = stream_item(i, from);
+        send.send(request).await.unwrap();
+        let answer = answers.message().await.unwrap().expect("an answer");
+        assert_eq!(answer.id, 1_000_000 + i);
+        match (answer.outcome.unwrap(), bad) {
+            (pb::sign_stream_response::Outcome::Signed(tx), None) => {
+                check_signed(&tx, from, i);
+                signed += 1;
+            }
+            (pb::sign_stream_response::Outcome::Error(error), Some(field)) => {
+                assert_eq!(error.field, field, "item {i}: {}", error.message);
+                errors += 1;
+            }
+            (outcome, bad) => panic!("item {i}: {outcome:?}, expected error {bad:?}"),
+        }
+    }
+    drop(send);
+    assert!(answers.message().await.unwrap().is_none(), "extra answers");
+    assert_eq!((signed, errors), (118, 2));
+    let metrics = server.metrics().await;
+    assert!(
+        metrics.contains(r#"chainsig_requests_total{method="chainsig.v1.Signer/SignStream"} 120"#),
+        "{metrics}"
+    );
+}
+
 #[tokio::test]
 async fn concurrent_clients_each_get_their_own_answers() {
     let server = TestServer::start(Options::default()).await;
