@@ -53,59 +53,62 @@ impl<'a> RawPart<'a> {
         self.len() == 0
     }
 
-    /// Bytes of the part's records [i0, i0 + m).
-    fn chunk_bytes(&self, i0: usize, m: usize) -> usize {
+    /// The layout of the part's records [i0, i0 + m) as one chunk: their bytes, and for a
+    /// gathered part each staging piece's bytes (one pass over the records, shared by sizing the
+    /// buffer and by staging).
+    pub fn chunk(&self, i0: usize, m: usize) -> RawChunk {
         use rayon::prelude::*;
-        match self.at {
-            None => self.batch.record_bytes(i0, m),
+        let pieces: Vec<usize> = match self.at {
+            None => Vec::new(),
             Some(at) => at[i0..i0 + m]
                 .par_chunks(GATHER_PIECE)
-                .map(|piece| self.bytes_of(piece))
-                .sum(),
+                .map(|piece| piece.iter().map(|&i| self.batch.record_bytes(i, 1)).sum())
+                .collect(),
+        };
+        let bytes = match self.at {
+            None => self.batch.record_bytes(i0, m),
+            Some(_) => pieces.iter().sum(),
+        };
+        RawChunk {
+            i0,
+            m,
+            bytes,
+            pieces,
         }
     }
 
-    /// Bytes of the batch's records `indices`.
-    fn bytes_of(&self, indices: &[usize]) -> usize {
-        indices.iter().map(|&i| self.batch.record_bytes(i, 1)).sum()
-    }
-
-    /// Device words of the chunk [i0, i0 + m): 3m + 1 offsets, then the bytes in whole words.
-    pub fn chunk_words(&self, i0: usize, m: usize) -> usize {
-        3 * m + 1 + self.chunk_bytes(i0, m).div_ceil(4)
-    }
-
-    /// Writes chunk [i0, i0 + m) in the layout of kernels/sm2raw.cuh into `dst` (at least
-    /// [`RawPart::chunk_words`] long): the offsets relative to the chunk's first byte, then the
-    /// records' bytes one after another. Copies only, on every core for a large chunk. Fails
-    /// when the chunk's bytes exceed the kernel's 32-bit offsets.
-    pub fn stage(&self, i0: usize, m: usize, dst: &mut [u32]) -> Result<(), String> {
-        let total = self.chunk_bytes(i0, m);
-        if u32::try_from(total).is_err() {
+    /// Writes `chunk` (made by [`RawPart::chunk`] for this part) in the layout of
+    /// kernels/sm2raw.cuh into `dst` (at least [`RawChunk::words`] long): the offsets relative to
+    /// the chunk's first byte, then the records' bytes one after another. Copies only, on every
+    /// core for a large chunk. Fails when the chunk's bytes exceed the kernel's 32-bit offsets.
+    pub fn stage(&self, chunk: &RawChunk, dst: &mut [u32]) -> Result<(), String> {
+        let RawChunk { i0, m, bytes, .. } = *chunk;
+        if u32::try_from(bytes).is_err() {
             return Err(format!(
-                "records {i0}..{}: {total} bytes in one chunk, above the 4 GiB a chunk may hold",
+                "records {i0}..{}: {bytes} bytes in one chunk, above the 4 GiB a chunk may hold",
                 i0 + m
             ));
         }
         let (offsets, words) = dst.split_at_mut(3 * m + 1);
-        let words = &mut words[..total.div_ceil(4)];
+        let words = &mut words[..bytes.div_ceil(4)];
         // SAFETY: a u32 slice viewed as its bytes: same memory, u8 has no alignment or invalid
         // values, and `words` is not used otherwise while the view lives. The kernel reads these
         // words as bytes, in memory order.
         let dst_bytes: &mut [u8] = unsafe {
             std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 4)
         };
+        let dst_bytes = &mut dst_bytes[..bytes];
         match self.at {
-            None => self.stage_range(i0, m, total, offsets, &mut dst_bytes[..total]),
-            Some(at) => self.stage_gathered(&at[i0..i0 + m], offsets, &mut dst_bytes[..total]),
+            None => self.stage_range(i0, m, offsets, dst_bytes),
+            Some(at) => self.stage_gathered(&at[i0..i0 + m], &chunk.pieces, offsets, dst_bytes),
         }
         Ok(())
     }
 
     /// Consecutive records: the offsets rebased, the bytes copied in one piece.
-    fn stage_range(&self, i0: usize, m: usize, total: usize, offsets: &mut [u32], dst: &mut [u8]) {
+    fn stage_range(&self, i0: usize, m: usize, offsets: &mut [u32], dst: &mut [u8]) {
         use rayon::prelude::*;
-        let batch = self.batch;
+        let (batch, total) = (self.batch, dst.len());
         let base = batch.cuts()[3 * i0];
         let cuts = &batch.cuts()[3 * i0..=3 * (i0 + m)];
         let src = &batch.bytes()[base..base + total];
@@ -123,29 +126,33 @@ impl<'a> RawPart<'a> {
     }
 
     /// The records `indices`, each copied from the batch to its place in the chunk; pieces of
-    /// [`GATHER_PIECE`] records on every core, each from its own start.
-    fn stage_gathered(&self, indices: &[usize], offsets: &mut [u32], dst: &mut [u8]) {
+    /// [`GATHER_PIECE`] records (`sizes`: each one's bytes) on every core, each from its own start.
+    fn stage_gathered(
+        &self,
+        indices: &[usize],
+        sizes: &[usize],
+        offsets: &mut [u32],
+        dst: &mut [u8],
+    ) {
         use rayon::prelude::*;
         let (cuts, src) = (self.batch.cuts(), self.batch.bytes());
         let (last, offsets) = offsets.split_last_mut().expect("3m + 1 offsets");
         *last = dst.len() as u32;
-        let sizes: Vec<usize> = indices
-            .par_chunks(GATHER_PIECE)
-            .map(|piece| self.bytes_of(piece))
-            .collect();
         let mut pieces: Vec<&mut [u8]> = Vec::with_capacity(sizes.len());
         let mut rest = dst;
-        for &size in &sizes {
+        for &size in sizes {
             let (piece, tail) = rest.split_at_mut(size);
             pieces.push(piece);
             rest = tail;
         }
-        let starts = sizes.iter().scan(0usize, |at, &size| {
-            let start = *at;
-            *at += size;
-            Some(start)
-        });
-        let starts: Vec<usize> = starts.collect();
+        let starts: Vec<usize> = sizes
+            .iter()
+            .scan(0usize, |at, &size| {
+                let start = *at;
+                *at += size;
+                Some(start)
+            })
+            .collect();
         indices
             .par_chunks(GATHER_PIECE)
             .zip(offsets.par_chunks_mut(3 * GATHER_PIECE))
@@ -162,6 +169,30 @@ impl<'a> RawPart<'a> {
                     at += len;
                 }
             });
+    }
+}
+
+/// Records [i0, i0 + m) of a [`RawPart`] laid out as one chunk ([`RawPart::chunk`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawChunk {
+    i0: usize,
+    m: usize,
+    /// The records' bytes together.
+    bytes: usize,
+    /// A gathered part's bytes per staging piece of [`GATHER_PIECE`] records (empty for
+    /// consecutive records, copied in one piece).
+    pieces: Vec<usize>,
+}
+
+impl RawChunk {
+    /// Device words of the chunk: 3m + 1 offsets, then the bytes in whole words.
+    pub fn words(&self) -> usize {
+        3 * self.m + 1 + self.bytes.div_ceil(4)
+    }
+
+    /// The records' bytes together.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 }
 
@@ -402,8 +433,9 @@ mod tests {
     /// Stages chunk [i0, i0 + m) of `part` and checks that record k of it holds the bytes of the
     /// batch's record `index(k)`, cut by offsets from the chunk's first byte, and nothing else.
     fn check_chunk(part: RawPart, i0: usize, m: usize, index: impl Fn(usize) -> usize) {
-        let mut dst = vec![0xdead_beefu32; part.chunk_words(i0, m)];
-        part.stage(i0, m, &mut dst).unwrap();
+        let chunk = part.chunk(i0, m);
+        let mut dst = vec![0xdead_beefu32; chunk.words()];
+        part.stage(&chunk, &mut dst).unwrap();
         let (offsets, words) = dst.split_at(3 * m + 1);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         assert_eq!(offsets[0], 0);
@@ -422,7 +454,7 @@ mod tests {
             assert_eq!(&bytes[o[2]..o[3]], &msg[..], "message of {k}");
         }
         // The bytes end where the last offset says, within the last word.
-        assert_eq!(offsets[3 * m] as usize, part.chunk_bytes(i0, m));
+        assert_eq!(offsets[3 * m] as usize, chunk.bytes());
         assert_eq!(words.len(), (offsets[3 * m] as usize).div_ceil(4));
     }
 
@@ -445,8 +477,9 @@ mod tests {
         check_chunk(part, 2047, 4100, |k| at[2047 + k]);
         check_chunk(part, 6999, 1, |k| at[6999 + k]);
         // An empty chunk: one offset, no bytes.
-        let mut dst = vec![7u32; part.chunk_words(5, 0)];
-        part.stage(5, 0, &mut dst).unwrap();
+        let chunk = part.chunk(5, 0);
+        let mut dst = vec![7u32; chunk.words()];
+        part.stage(&chunk, &mut dst).unwrap();
         assert_eq!(dst, vec![0]);
     }
 

@@ -105,8 +105,9 @@ impl Engine {
         let batch = self_test_batch();
         let (m, mp) = (batch.len(), batch.len().next_multiple_of(64));
         let part = RawPart::all(&batch);
-        let mut staged = vec![0u32; part.chunk_words(0, m)];
-        part.stage(0, m, &mut staged).map_err(unavailable)?;
+        let chunk = part.chunk(0, m);
+        let mut staged = vec![0u32; chunk.words()];
+        part.stage(&chunk, &mut staged).map_err(unavailable)?;
         let (want_rows, want_faults) = crate::host::raw::raw_chunk(&staged, m, mp, None);
         let (din, drows, dfaults) = (
             DevBuf::new(staged.len() * 4)?,
@@ -228,12 +229,13 @@ pub(super) fn prepare_chunk(
     mp: usize,
 ) -> Result<(), BackendError> {
     let s = slot.stream.cu_stream();
-    let words = part.chunk_words(i0, m);
+    let chunk = part.chunk(i0, m);
+    let words = chunk.words();
     // The signers' numbers follow the records' bytes.
     let numbers = signers.map_or(0, |_| m);
     slot.reserve_messages(words + numbers)?;
     let pin = slot.pin_msg.as_mut_slice();
-    part.stage(i0, m, &mut pin[..words])
+    part.stage(&chunk, &mut pin[..words])
         .map_err(|e| device_err("stage raw records", e))?;
     if let Some(signers) = signers {
         pin[words..words + m].copy_from_slice(&signers[i0..i0 + m]);
@@ -287,8 +289,9 @@ mod tests {
         let batch = self_test_batch();
         let (m, mp) = (batch.len(), batch.len().next_multiple_of(64));
         let part = RawPart::all(&batch);
-        let mut staged = vec![0u32; part.chunk_words(0, m)];
-        part.stage(0, m, &mut staged).unwrap();
+        let chunk = part.chunk(0, m);
+        let mut staged = vec![0u32; chunk.words()];
+        part.stage(&chunk, &mut staged).unwrap();
         let (_, faults) = crate::host::raw::raw_chunk(&staged, m, mp, None);
         let mut seen: Vec<u8> = faults.clone();
         seen.sort();

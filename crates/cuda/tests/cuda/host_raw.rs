@@ -143,8 +143,9 @@ fn through_kernel(batch: &RawSm2Batch, chunk: usize) -> Vec<([[u32; 8]; 5], u8)>
         let m = chunk.min(batch.len() - i0);
         let mp = m.next_multiple_of(64);
         let part = raw::RawPart::all(batch);
-        let mut staged = vec![0xa5a5_a5a5u32; part.chunk_words(i0, m)];
-        part.stage(i0, m, &mut staged).expect("stage");
+        let chunk = part.chunk(i0, m);
+        let mut staged = vec![0xa5a5_a5a5u32; chunk.words()];
+        part.stage(&chunk, &mut staged).expect("stage");
         let (rows, faults) = dev::raw_chunk(&staged, m, mp, None);
         for i in 0..m {
             let row = |k: usize| std::array::from_fn(|j| rows[(8 * k + j) * mp + i]);
@@ -344,8 +345,9 @@ fn raw_records_verified_by_the_kernel_code_match_rustcrypto_for_fresh_and_known_
     let part = raw::RawPart::gathered(&batch, &known);
     let (m, mp) = (known.len(), known.len().next_multiple_of(64));
     assert!(m >= 40, "{m} records of the two signers");
-    let mut staged = vec![0u32; part.chunk_words(0, m)];
-    part.stage(0, m, &mut staged).unwrap();
+    let chunk = part.chunk(0, m);
+    let mut staged = vec![0u32; chunk.words()];
+    part.stage(&chunk, &mut staged).unwrap();
     let (rows, faults) = dev::raw_chunk(&staged, m, mp, Some((&numbers, &ktabs)));
     let prep = Preparer::new();
     for (k, &i) in known.iter().enumerate() {
