@@ -79,8 +79,8 @@ pub(crate) struct Engine {
     sm3: Option<CudaFunction>,
     /// `cs_verify_signed` from the main module (fast mode only).
     signed: Option<Loaded>,
-    /// The known signers' tables, one after another, and their numbering.
-    ktabs: Option<(DevBuf, crate::signers::SignerIndex)>,
+    /// The known signers' tables on the device, with their numbering and key encodings.
+    ktabs: Option<KnownTables>,
     /// A host backend for the few records of a batch outside the known signers, and the most
     /// records it takes ([`CudaBackend::set_host_helper`]).
     host: Option<(Arc<dyn Backend>, usize)>,
@@ -126,6 +126,14 @@ impl<'a> Rows<'a> {
             len: range.len(),
         }
     }
+}
+
+/// The loaded known signers: their tables one after another on the device, their numbering, and
+/// their keys' SEC1 encodings for raw records (built once here, not per batch).
+struct KnownTables {
+    buf: DevBuf,
+    index: crate::signers::SignerIndex,
+    encodings: crate::raw::KnownEncodings,
 }
 
 /// Messages to hash on the GPU (record i of the work is message i) and the SM3 kernel.
@@ -433,7 +441,7 @@ impl Engine {
                 (&ecdsa.recover, no_small, ecdsa.gtab.ptr(), ecdsa.config)
             }
         };
-        let ktabs = self.ktabs.as_ref().map_or(0, |(b, _)| b.ptr());
+        let ktabs = self.ktabs.as_ref().map_or(0, |t| t.buf.ptr());
         let nslots = self.slots.len();
         // One kernel and block for the whole work: its chunks run side by side on the GPU. A
         // work of less than one round spreads over every multiprocessor (spread_small).

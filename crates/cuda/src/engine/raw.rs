@@ -11,7 +11,7 @@ use super::{Engine, Work};
 use crate::backend::unavailable;
 use crate::backend::NAME;
 use crate::kernels;
-use crate::raw::{KnownEncodings, RawPart, RawSm2Batch, RawSm2Item, RawSplit, RawVerdicts};
+use crate::raw::{RawPart, RawSm2Batch, RawSm2Item, RawSplit, RawVerdicts};
 use chainsig_core::backend::BackendError;
 use chainsig_gpu::cudarc;
 use chainsig_gpu::cudarc::driver::{result, CudaFunction, LaunchConfig, PushKernelArg};
@@ -66,7 +66,7 @@ impl Engine {
             (k.fresh.clone(), k.signed.clone())
         };
         let split = match &self.ktabs {
-            Some((_, index)) if self.signed.is_some() => KnownEncodings::new(index).split(batch),
+            Some(t) if self.signed.is_some() => t.encodings.split(batch),
             _ => RawSplit::default(),
         };
         if split.known_at.is_empty() {

@@ -3,8 +3,9 @@
 //! default kernel, or the host helper for a few), verdicts merged back in order. The tables and
 //! the split themselves are [`crate::signers`].
 
-use super::{Engine, Rows, Work};
+use super::{Engine, KnownTables, Rows, Work};
 use crate::backend::NAME;
+use crate::raw::KnownEncodings;
 #[cfg(feature = "bench")]
 use crate::signers::SignerBatch;
 use crate::signers::SignerTables;
@@ -32,13 +33,17 @@ impl Engine {
         // SAFETY: buf holds exactly words.len() words; synchronous copy.
         unsafe { result::memcpy_htod_sync(buf.ptr(), words) }
             .map_err(|e| device_err("upload signer tables", e))?;
-        self.ktabs = Some((buf, tables.index().clone()));
+        self.ktabs = Some(KnownTables {
+            buf,
+            index: tables.index().clone(),
+            encodings: KnownEncodings::new(tables.index()),
+        });
         Ok(())
     }
 
     #[cfg(feature = "bench")]
     pub(crate) fn verify_signed(&mut self, batch: &SignerBatch) -> Result<Bitmap, BackendError> {
-        let loaded = self.ktabs.as_ref().map_or(0, |(_, ix)| ix.len());
+        let loaded = self.ktabs.as_ref().map_or(0, |t| t.index.len());
         if let Some(max) = batch.max_signer() {
             if max as usize >= loaded {
                 return Err(BackendError::Input {
@@ -53,7 +58,7 @@ impl Engine {
     /// Records with their keys: those of known signers through their tables, the others through
     /// the default kernel; verdicts merged back in order.
     pub(crate) fn verify_known(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
-        let Some((_, index)) = &self.ktabs else {
+        let Some(KnownTables { index, .. }) = &self.ktabs else {
             return self.verify(batch);
         };
         let split = crate::signers::Split::new(batch, index);

@@ -44,7 +44,7 @@ impl Engine {
             .map_err(|e| device_err("bind context", e))?;
         let sm3 = self.sm3_function()?;
         let split = match &self.ktabs {
-            Some((_, index)) => crate::signers::Split::new(batch.items(), index),
+            Some(t) => crate::signers::Split::new(batch.items(), &t.index),
             None => return self.run(Work::Records(Rows::all(batch.items()), Some((batch, &sm3)))),
         };
         if split.others.is_empty() {
