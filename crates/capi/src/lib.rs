@@ -54,6 +54,18 @@ fn null(what: &str) -> Failure {
     Failure::new(CS_ERR_NULL, format!("{what} is NULL"))
 }
 
+/// Refuses a bitmap argument (`name`, `words` 64-bit words) too small for a bit per each of the
+/// `n` records (`what`: rows or items).
+fn bitmap_holds(name: &str, words: usize, n: usize, what: &str) -> Result<(), Failure> {
+    if words < n.div_ceil(64) {
+        return Err(Failure::new(
+            CS_ERR_ARGUMENT,
+            format!("{name} {words} is too small for {n} {what}"),
+        ));
+    }
+    Ok(())
+}
+
 /// A C string argument as UTF-8.
 ///
 /// # Safety
@@ -88,12 +100,7 @@ unsafe fn deliver(
     errors: *mut i32,
 ) -> Result<Option<String>, Failure> {
     let n = verified.errors.len();
-    if words < n.div_ceil(64) {
-        return Err(Failure::new(
-            CS_ERR_ARGUMENT,
-            format!("bitmap_words {words} is too small for {n} rows"),
-        ));
-    }
+    bitmap_holds("bitmap_words", words, n, "rows")?;
     let out = std::slice::from_raw_parts_mut(bitmap, words);
     out[..verified.bitmap.len()].copy_from_slice(&verified.bitmap);
     if !errors.is_null() {
@@ -201,12 +208,7 @@ pub unsafe extern "C" fn cs_verify(
             return Err(null("bitmap_out"));
         }
         rows::check_buffer(rows, rows_len_bytes, n_rows, CS_ROW_MIN_LEN)?;
-        if bitmap_words < n_rows.div_ceil(64) {
-            return Err(Failure::new(
-                CS_ERR_ARGUMENT,
-                format!("bitmap_words {bitmap_words} is too small for {n_rows} rows"),
-            ));
-        }
+        bitmap_holds("bitmap_words", bitmap_words, n_rows, "rows")?;
         let bytes = std::slice::from_raw_parts(rows, rows_len_bytes);
         let verified = context.verify(rows::parse_rows(bytes, n_rows)?)?;
         deliver(&verified, bitmap_out, bitmap_words, errors_out_or_null)
@@ -256,12 +258,7 @@ pub unsafe extern "C" fn cs_recover(
                 format!("items_len_bytes {items_len_bytes} is not {n} × {CS_RECOVER_ITEM_LEN}"),
             ));
         }
-        if found_words < n.div_ceil(64) {
-            return Err(Failure::new(
-                CS_ERR_ARGUMENT,
-                format!("found_words {found_words} is too small for {n} items"),
-            ));
-        }
+        bitmap_holds("found_words", found_words, n, "items")?;
         let batch = context.recover(std::slice::from_raw_parts(items, items_len_bytes))?;
         deliver_recovered(
             &batch,
@@ -314,12 +311,7 @@ pub unsafe extern "C" fn cs_recover_transactions(
             }
         }
         rows::check_buffer(rows, rows_len_bytes, n_rows, CS_TX_ROW_MIN_LEN)?;
-        if found_words < n_rows.div_ceil(64) {
-            return Err(Failure::new(
-                CS_ERR_ARGUMENT,
-                format!("found_words {found_words} is too small for {n_rows} rows"),
-            ));
-        }
+        bitmap_holds("found_words", found_words, n_rows, "rows")?;
         let bytes = std::slice::from_raw_parts(rows, rows_len_bytes);
         let batch = context.recover_transactions(rows::parse_tx_rows(bytes, n_rows)?)?;
         deliver_recovered(
