@@ -16,6 +16,9 @@ use chainsig_gpu::fault::{arm, Plan};
 use chainsig_testkit::sets as testdata;
 use std::sync::Arc;
 
+#[path = "cuda/open.rs"]
+mod open;
+
 /// Items per chunk: a batch of 20,000 is 20 chunks, 20 launches and 40 copies over the streams.
 const CHUNK: usize = 1024;
 
@@ -29,20 +32,7 @@ fn backend_or_skip() -> Option<Arc<CudaBackend>> {
         devices: chainsig_cuda::Devices::list(&[0]).expect("device 0"),
         ..CudaConfig::default()
     };
-    let why = if !chainsig_gpu::driver_available() {
-        "no CUDA driver on this machine".to_string()
-    } else {
-        match CudaBackend::new(config) {
-            Ok(b) => return Some(Arc::new(b)),
-            Err(e) => e.to_string(),
-        }
-    };
-    assert!(
-        std::env::var("CHAINSIG_REQUIRE_GPU").as_deref() != Ok("1"),
-        "CHAINSIG_REQUIRE_GPU=1 but the GPU cannot be used: {why}"
-    );
-    eprintln!("skipped: {why}");
-    None
+    open::open_or_skip(config).map(Arc::new)
 }
 
 fn registry_with(gpu: &Arc<CudaBackend>) -> Registry {

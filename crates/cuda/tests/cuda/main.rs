@@ -14,4 +14,5 @@ mod host_raw; // SM2 from raw bytes: keys, Z_A and e by the kernel code against 
 mod host_signers;
 mod host_sm3;
 mod nvrtc;
+mod open; // the GPU tests' backend, or why they skip (tests/gpu_fault.rs includes it too)
 mod slow; // bit-serial references shared by host_kernel and host_ecdsa
