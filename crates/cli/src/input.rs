@@ -43,9 +43,8 @@ pub struct TextChunk {
 }
 
 /// Chunk buffers given back by dropped chunks, for the reader to fill again: a fresh buffer's
-/// pages are touched (faulted in) for the first time as it is filled, which cost the reader more
-/// than the reading itself (10⁶ SM2 records, 488 MB: 0.35–0.4 s in a fresh process against
-/// 0.12 s with its buffers warm).
+/// pages are touched (faulted in) for the first time as it is filled, which in a fresh process
+/// cost the reader more than the reading itself.
 #[derive(Debug, Default)]
 struct Buffers(Mutex<Vec<Vec<u8>>>);
 
