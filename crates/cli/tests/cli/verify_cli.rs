@@ -135,6 +135,51 @@ fn malformed_lines_become_errors_and_the_rest_is_verified() {
     assert_eq!(v[7]["line"], 8);
 }
 
+/// A file named by path is read in byte ranges by several threads (`input::ranges`): its answers
+/// must be the answers for the same bytes on standard input, line for line, across ranges of
+/// 1 MiB and more, with a line past the 16 MiB limit refused by number and the rest verified.
+#[test]
+fn a_file_read_in_ranges_answers_as_standard_input_does() {
+    let gen = chainsig(
+        &["gen", "--alg", "secp256k1", "--count", "6000", "--seed", "5"],
+        "",
+    );
+    assert!(gen.status.success());
+    let records = String::from_utf8(gen.stdout).unwrap();
+    let mut lines: Vec<String> = records.lines().map(str::to_string).collect();
+    // A line of 17 MiB (a message far past the limit) between records, and a blank line.
+    lines.insert(
+        4000,
+        format!(r#"{{"alg":"secp256k1","msg":"{}"}}"#, "ab".repeat(17 << 19)),
+    );
+    lines.insert(10, String::new());
+    let text = lines.join("\n") + "\n";
+    assert!(text.len() > (19 << 20), "the file spans several ranges");
+    let dir = common::TempDir::new("ranges");
+    let file = dir.file("records.jsonl", &text);
+    for chunk in ["65536", "777"] {
+        let from_file = chainsig(
+            &["verify", "--backend", "cpu", "--chunk", chunk, file.to_str().unwrap()],
+            "",
+        );
+        let from_stdin = chainsig(&["verify", "--backend", "cpu", "--chunk", chunk], &text);
+        assert!(from_file.status.success() && from_stdin.status.success());
+        assert!(from_file.stdout == from_stdin.stdout, "--chunk {chunk}: the answers differ");
+        let verdicts = json_lines(&from_file.stdout);
+        assert_eq!(verdicts.len(), 6002);
+        for (i, v) in verdicts.iter().enumerate() {
+            assert_eq!(v["line"], i as u64 + 1);
+        }
+        assert!(verdicts[4001]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("line is longer than 16 MiB"));
+        assert!(verdicts[10]["error"].as_str().unwrap().starts_with("bad JSON"));
+        let valid = verdicts.iter().filter(|v| v["valid"] == true).count();
+        assert!(valid > 5000, "{valid} valid");
+    }
+}
+
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(

@@ -12,6 +12,15 @@
 //! producer that writes one line and waits for its answer gets it at once rather than after
 //! 65,536 more lines; while a chunk is being verified the next one fills, so a fast producer
 //! still gets large chunks.
+//!
+//! A file named on the command line can instead be read in byte ranges by several threads at
+//! once ([`ranges`]), which is how `chainsig verify` reads one: a single reader thread copies
+//! about 1.7 GB/s, slower than the GPU verifies the records it holds.
+//!
+//! No line is held longer than [`MAX_LINE`] bytes: a longer one is skipped as it is read (its
+//! bytes are never all in memory) and stands in its chunk as a line whose text is the error
+//! [`TOO_LONG`], so one runaway line costs its record, not the process's memory or the rest of the
+//! input.
 
 use anyhow::Context;
 use std::collections::VecDeque;
@@ -26,18 +35,33 @@ pub type Line = (u64, Result<String, String>);
 /// Why a line is not text.
 pub const NOT_UTF8: &str = "line is not valid UTF-8";
 
+/// The longest line read, in bytes before its newline (a carriage return counts): 16 MiB, room for a message of
+/// several MB in hex, while a file with no newline cannot fill the memory.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// Why a line longer than [`MAX_LINE`] has no text.
+pub const TOO_LONG: &str = "line is longer than 16 MiB (16777216 bytes): skipped";
+
+pub mod ranges;
+
 /// Bytes asked of the operating system per read.
 const READ_BLOCK: usize = 1 << 20;
 
 /// Consecutive input lines in one buffer.
 #[derive(Debug, Default)]
 pub struct TextChunk {
-    /// The number of the first line (1-based).
+    /// The number of the first line (1-based); 0 for a chunk read by byte range ([`ranges`]),
+    /// whose reader does not know how many lines come before it.
     first: u64,
     text: Vec<u8>,
+    /// Where the first line starts in `text` (bytes before it belong to an earlier line).
+    skip: usize,
     /// `ends[k]`: where line k ends in `text`, its newline included; it starts where line k − 1
     /// ends.
     ends: Vec<usize>,
+    /// The lines (indices, ascending) longer than [`MAX_LINE`]: their text is not kept, or not
+    /// read.
+    too_long: Vec<usize>,
     /// Where the buffer goes back when the chunk is dropped (the reader's, for its next chunks).
     pool: Option<Arc<Buffers>>,
 }
@@ -89,9 +113,44 @@ impl TextChunk {
         TextChunk {
             first,
             text,
+            skip: 0,
             ends: Vec::new(),
+            too_long: Vec::new(),
             pool: None,
         }
+    }
+
+    /// Where line `k` starts in `text`.
+    fn start(&self, k: usize) -> usize {
+        if k == 0 {
+            self.skip
+        } else {
+            self.ends[k - 1]
+        }
+    }
+
+    /// Where the text after the last line starts (a line still being read).
+    fn tail(&self) -> usize {
+        self.ends.last().copied().unwrap_or(self.skip)
+    }
+
+    /// Ends a line at `end` (its newline, if any, at `end - 1`), marking it too long when its
+    /// text is longer than [`MAX_LINE`].
+    fn end_line(&mut self, end: usize) {
+        let start = self.tail();
+        let newline = usize::from(end > start && self.text[end - 1] == b'\n');
+        if end - start - newline > MAX_LINE {
+            self.too_long.push(self.ends.len());
+        }
+        self.ends.push(end);
+    }
+
+    /// Ends a line whose bytes were skipped (it was longer than [`MAX_LINE`]): an empty span at
+    /// the end of the last line, marked too long.
+    fn end_skipped_line(&mut self) {
+        let at = self.tail();
+        self.too_long.push(self.ends.len());
+        self.ends.push(at);
     }
 
     /// Lines in the chunk.
@@ -103,14 +162,19 @@ impl TextChunk {
         self.ends.is_empty()
     }
 
-    /// The 1-based input line number of line `k`.
+    /// The 1-based input line number of line `k` (of a chunk from [`text_chunks`]; a chunk read
+    /// by byte range does not know it, and its reader counts lines instead).
     pub fn number(&self, k: usize) -> u64 {
         self.first + k as u64
     }
 
-    /// Line `k` without its line ending (every `\n` and `\r` at its end), or [`NOT_UTF8`].
+    /// Line `k` without its line ending (every `\n` and `\r` at its end), or why it has no text:
+    /// [`NOT_UTF8`] or [`TOO_LONG`].
     pub fn line(&self, k: usize) -> Result<&str, &'static str> {
-        let start = if k == 0 { 0 } else { self.ends[k - 1] };
+        if self.too_long.binary_search(&k).is_ok() {
+            return Err(TOO_LONG);
+        }
+        let start = self.start(k);
         let mut end = self.ends[k];
         while end > start && matches!(self.text[end - 1], b'\n' | b'\r') {
             end -= 1;
@@ -120,14 +184,15 @@ impl TextChunk {
 
     /// Bytes of input the chunk holds.
     pub fn bytes(&self) -> usize {
-        self.text.len()
+        self.text.len() - self.skip
     }
 
     /// Appends the lines of `next`, which follow these in the input.
     fn append(&mut self, next: TextChunk) {
-        let base = self.text.len();
-        self.text.extend_from_slice(&next.text);
+        let (base, lines) = (self.text.len() - next.skip, self.ends.len());
+        self.text.extend_from_slice(&next.text[next.skip..]);
         self.ends.extend(next.ends.iter().map(|e| e + base));
+        self.too_long.extend(next.too_long.iter().map(|k| k + lines));
     }
 
     /// Cuts the chunk after its last line: the bytes past it (a line still being read) become
@@ -139,7 +204,7 @@ impl TextChunk {
     /// As [`TextChunk::split_after_last_line`], the next chunk's buffer made with room for
     /// `room` bytes.
     fn split_after_last_line_into(&mut self, room: usize) -> TextChunk {
-        let cut = self.ends.last().copied().unwrap_or(0);
+        let cut = self.tail();
         let room = room.max(self.text.len() - cut + READ_BLOCK);
         let mut rest = match &self.pool {
             Some(pool) => pool.take(room),
@@ -158,6 +223,19 @@ pub struct Input {
     reader: Box<dyn Read + Send>,
     /// Not a regular file: input may arrive slowly, so chunks are cut when none is waiting.
     streaming: bool,
+    /// A regular file named by path (read from its start), which [`ranges`] may read in
+    /// parallel instead.
+    file: Option<std::fs::File>,
+}
+
+impl Input {
+    /// The regular file behind the input, when it was named by path: it can be read by range.
+    pub fn into_file(self) -> Result<std::fs::File, Input> {
+        match self.file {
+            Some(file) => Ok(file),
+            None => Err(self),
+        }
+    }
 }
 
 /// Opens `path` (`-` or none for standard input).
@@ -169,9 +247,11 @@ pub fn open(path: Option<&Path>) -> anyhow::Result<Input> {
             let file =
                 std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()))?;
             let streaming = !file.metadata().is_ok_and(|m| m.is_file());
+            let ranged = (!streaming).then(|| file.try_clone()).transpose()?;
             Ok(Input {
                 reader: Box::new(file),
                 streaming,
+                file: ranged,
             })
         }
     }
@@ -181,6 +261,7 @@ fn stdin() -> Input {
     Input {
         reader: Box::new(std::io::stdin()),
         streaming: !stdin_is_regular_file(),
+        file: None,
     }
 }
 
@@ -247,6 +328,8 @@ fn read_chunks(mut input: Input, chunk: usize, shared: &Shared) {
     // Bytes of the last full chunk, and a block to spare: the next chunk's room.
     let mut room = 2 * READ_BLOCK;
     let mut busy = Duration::ZERO;
+    // A line past MAX_LINE is being skipped: its bytes are dropped as they are read.
+    let mut skipping = false;
     loop {
         let started = Instant::now();
         let scan_from = current.text.len();
@@ -280,19 +363,43 @@ fn read_chunks(mut input: Input, chunk: usize, shared: &Shared) {
             break;
         }
         let mut scan = scan_from;
-        while let Some(at) = memchr::memchr(b'\n', &current.text[scan..]) {
-            scan += at + 1;
-            current.ends.push(scan);
+        if skipping {
+            // Drop the long line's bytes up to its newline; without one, the whole read.
+            match memchr::memchr(b'\n', &current.text[scan..]) {
+                None => current.text.truncate(scan),
+                Some(at) => {
+                    current.text.drain(scan..=scan + at);
+                    current.end_skipped_line();
+                    skipping = false;
+                }
+            }
+        }
+        loop {
             if current.ends.len() == chunk {
-                room = scan + READ_BLOCK;
+                room = current.tail() + READ_BLOCK;
                 let next = current.split_after_last_line_into(room);
                 busy += started.elapsed();
                 if !push(shared, std::mem::replace(&mut current, next), chunk, busy) {
                     return;
                 }
                 busy = Duration::ZERO;
-                scan = 0;
+                scan = current.tail();
             }
+            if skipping {
+                break;
+            }
+            match memchr::memchr(b'\n', &current.text[scan..]) {
+                Some(at) => {
+                    scan += at + 1;
+                    current.end_line(scan);
+                }
+                None => break,
+            }
+        }
+        // A line still being read and already past the limit is skipped from here on.
+        if !skipping && current.text.len() - current.tail() > MAX_LINE {
+            current.text.truncate(current.tail());
+            skipping = true;
         }
         // Every whole line read so far is queued before the next read, which may wait for the
         // producer: from a pipe, a line is answered as soon as it has arrived.
@@ -308,8 +415,10 @@ fn read_chunks(mut input: Input, chunk: usize, shared: &Shared) {
         }
     }
     // A last line without a newline is a line.
-    if current.text.len() > current.ends.last().copied().unwrap_or(0) {
-        current.ends.push(current.text.len());
+    if skipping {
+        current.end_skipped_line();
+    } else if current.text.len() > current.tail() {
+        current.end_line(current.text.len());
     }
     push(shared, current, chunk, busy);
     shared.queue.lock().expect("input queue").finished = true;
@@ -412,6 +521,7 @@ mod tests {
         let input = Input {
             reader: Box::new(text.as_bytes()),
             streaming,
+            file: None,
         };
         chunks(input, chunk).map(|c| c.unwrap()).collect()
     }
@@ -431,6 +541,7 @@ mod tests {
         let input = Input {
             reader: Box::new(&b"ok\n\xff\xfe\nok\n"[..]),
             streaming: true,
+            file: None,
         };
         let all: Vec<Line> = chunks(input, 10).flat_map(|c| c.unwrap()).collect();
         assert_eq!(all.len(), 3);
@@ -471,6 +582,7 @@ mod tests {
                 let input = Input {
                     reader: Box::new(Trickle(text.as_bytes(), piece)),
                     streaming,
+                    file: None,
                 };
                 let chunks: Vec<TextChunk> =
                     text_chunks(input, chunk).map(Result::unwrap).collect();
@@ -499,11 +611,74 @@ mod tests {
         }
     }
 
+    /// A reader of a line past the limit between short ones, handed out in blocks of `piece`.
+    struct Long {
+        text: Arc<Vec<u8>>,
+        at: usize,
+        piece: usize,
+    }
+    impl Read for Long {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = (self.text.len() - self.at).min(buf.len()).min(self.piece);
+            buf[..n].copy_from_slice(&self.text[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_skipped_as_it_is_read_and_reading_goes_on() {
+        let mut text = b"one\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', MAX_LINE + 1));
+        text.extend_from_slice(b"\nthree\n");
+        // At the limit: MAX_LINE bytes before the newline, a carriage return among them.
+        text.extend(std::iter::repeat_n(b'y', MAX_LINE - 1));
+        text.extend_from_slice(b"\r\nfive\n");
+        // Five times the limit: held whole, it would take a buffer of 80 MiB.
+        text.extend(std::iter::repeat_n(b'z', 5 * MAX_LINE));
+        let text = Arc::new(text);
+        let exact = "y".repeat(MAX_LINE - 1);
+        for (piece, streaming, chunk) in [
+            (READ_BLOCK, false, 100),
+            (READ_BLOCK, true, 1),
+            (READ_BLOCK / 3 + 1, false, 2),
+            (READ_BLOCK / 3 + 1, true, 100),
+        ] {
+            let input = Input {
+                reader: Box::new(Long {
+                    text: text.clone(),
+                    at: 0,
+                    piece,
+                }),
+                streaming,
+                file: None,
+            };
+            let chunks: Vec<TextChunk> = text_chunks(input, chunk).map(Result::unwrap).collect();
+            let lines: Vec<(u64, Result<&str, &str>)> = chunks
+                .iter()
+                .flat_map(|c| (0..c.len()).map(move |k| (c.number(k), c.line(k))))
+                .collect();
+            let want: [(u64, Result<&str, &str>); 6] = [
+                (1, Ok("one")),
+                (2, Err(TOO_LONG)),
+                (3, Ok("three")),
+                (4, Ok(&exact)),
+                (5, Ok("five")),
+                (6, Err(TOO_LONG)),
+            ];
+            assert_eq!(lines, want, "pieces of {piece}, streaming {streaming}, chunk {chunk}");
+            // The skipped lines' bytes were never held: no chunk grew to hold one.
+            let most = chunks.iter().map(|c| c.text.capacity()).max().unwrap_or(0);
+            assert!(most < 5 * MAX_LINE, "a chunk held {most} bytes");
+        }
+    }
+
     #[test]
     fn a_read_error_comes_after_the_lines_before_it() {
         let input = Input {
             reader: Box::new(FailsAfter(b"one\ntwo\n")),
             streaming: false,
+            file: None,
         };
         let out: Vec<_> = chunks(input, 100).collect();
         assert_eq!(out.len(), 2);
