@@ -11,6 +11,7 @@ mod gen;
 mod input;
 mod kem;
 mod keysource;
+mod ordered;
 mod recover;
 mod serve;
 mod sign_bulk;

@@ -9,14 +9,16 @@
 
 use crate::{backends, input};
 use anyhow::Context;
-use chainsig_core::record::{parse_recover_line, RecoverRecord};
+use chainsig_core::record::parse_recover_line;
 use chainsig_core::{RecordError, Recovered};
-use chainsig_eth::rawtx::frames::FrameReader;
-use chainsig_eth::recover::{recover_records, RecoverOutcome};
+use chainsig_eth::rawtx::frames::{FrameChunk, FrameReader};
+use chainsig_eth::rawtx::RawTxError;
+use chainsig_eth::recover::{recover_records, recover_transactions, RecoverOutcome};
 use rayon::prelude::*;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 #[derive(clap::Args)]
 pub struct RecoverArgs {
@@ -35,8 +37,13 @@ pub struct RecoverArgs {
     file: Option<PathBuf>,
 }
 
-/// Records per chunk of `--raw` input (answers leave chunk by chunk).
-const RAW_CHUNK: usize = 1 << 16;
+/// Records per chunk of `--raw` input (answers leave chunk by chunk): 2¹⁸, four of the GPU
+/// engine's own chunks, so that within one call it copies one while it works on another.
+const RAW_CHUNK: usize = 1 << 18;
+
+/// Chunks of `--raw` input in hand at once: one on the backend while the next is read and the
+/// last one's answers are formatted.
+const RAW_WORKERS: usize = 3;
 
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let registry = backends::registry(&args.backend);
@@ -44,33 +51,8 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut tally = Tally::default();
     if args.raw {
-        let mut frames = FrameReader::new(std::io::BufReader::with_capacity(
-            1 << 20,
-            open_raw(args.file.as_deref())?,
-        ));
-        loop {
-            let chunk = frames.chunk(RAW_CHUNK).context("reading input")?;
-            if chunk.is_empty() {
-                break;
-            }
-            let mut indices = Vec::with_capacity(chunk.len());
-            let records: Vec<_> = chunk
-                .into_iter()
-                .map(|(index, frame)| {
-                    indices.push(index);
-                    frame
-                        .map(RecoverRecord::Transaction)
-                        .map_err(|e| RecordError::new("", e.to_string()))
-                })
-                .collect();
-            let outcome = tally.recover(&registry, &args.backend, records)?;
-            // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
-            let _writing = crate::stop::writing();
-            for (index, result) in indices.into_iter().zip(outcome.results) {
-                tally.write(&mut out, "record", index, result)?;
-            }
-            out.flush()?;
-        }
+        let input = std::io::BufReader::with_capacity(1 << 20, open_raw(args.file.as_deref())?);
+        recover_raw_frames(&registry, &args.backend, input, &mut out, &mut tally)?;
     } else {
         let input = input::open(args.file.as_deref())?;
         for chunk in input::chunks(input, 1 << 16) {
@@ -92,6 +74,132 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(tally.finish(args.fail_on_invalid))
+}
+
+/// A chunk of `--raw` input answered: its lines, formatted, and what the tally needs.
+struct RawAnswer {
+    lines: Vec<String>,
+    failed: u64,
+    device: Option<String>,
+    disagreements: u64,
+}
+
+/// `--raw` input through [`crate::ordered`]: chunks of records read into one buffer each (no
+/// allocation per record), their transactions recovered (`recover_transactions`, on the GPU under
+/// `cuda` or `auto`) and their answer lines formatted on every core while the next chunk is on
+/// the backend, the lines written in order.
+fn recover_raw_frames(
+    registry: &chainsig_core::Registry,
+    backend: &str,
+    input: impl Read + Send,
+    out: &mut impl Write,
+    tally: &mut Tally,
+) -> anyhow::Result<()> {
+    // The chunk read and its number, taken together; bytes of the last chunk, the next one's room.
+    let frames = Mutex::new((0u64, FrameReader::new(input), 0usize));
+    crate::ordered::run(
+        RAW_WORKERS,
+        || {
+            let mut guard = frames.lock().ok()?;
+            let (seq, reader, room) = &mut *guard;
+            match reader.chunk(RAW_CHUNK, *room) {
+                Ok(chunk) if chunk.is_empty() => None,
+                Ok(chunk) => {
+                    *room = chunk.bytes();
+                    *seq += 1;
+                    Some((*seq - 1, Ok(chunk)))
+                }
+                Err(e) => {
+                    *seq += 1;
+                    Some((
+                        *seq - 1,
+                        Err(anyhow::Error::new(e).context("reading input")),
+                    ))
+                }
+            }
+        },
+        |chunk| answer_raw_chunk(registry, backend, &chunk),
+        |answer| {
+            // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
+            let _writing = crate::stop::writing();
+            for line in &answer.lines {
+                writeln!(out, "{line}")?;
+            }
+            out.flush()?;
+            tally.total += answer.lines.len() as u64;
+            tally.failed += answer.failed;
+            tally.disagreements += answer.disagreements;
+            if answer.device.is_some() {
+                tally.device = answer.device;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// One chunk of `--raw` input: its framed records' senders, and a line for every record.
+fn answer_raw_chunk(
+    registry: &chainsig_core::Registry,
+    backend: &str,
+    chunk: &FrameChunk,
+) -> anyhow::Result<RawAnswer> {
+    let (at, txs): (Vec<usize>, Vec<&[u8]>) = (0..chunk.len())
+        .filter_map(|k| chunk.record(k).ok().map(|tx| (k, tx)))
+        .unzip();
+    let recovered = if txs.is_empty() {
+        None
+    } else {
+        Some(
+            recover_transactions(registry, backend, &txs)
+                .with_context(|| format!("--backend {backend}"))?,
+        )
+    };
+    let mut results: Vec<Option<&Result<Recovered, RawTxError>>> = vec![None; chunk.len()];
+    if let Some(recovered) = &recovered {
+        for (&k, result) in at.iter().zip(&recovered.results) {
+            results[k] = Some(result);
+        }
+    }
+    let lines: Vec<(String, bool)> = results
+        .par_iter()
+        .enumerate()
+        .with_min_len(1024)
+        .map(|(k, result)| {
+            let index = chunk.first + k as u64;
+            let result = match (result, chunk.record(k)) {
+                (Some(Ok(found)), _) => Ok(found),
+                (Some(Err(e)), _) => Err(e.to_string()),
+                (None, Err(e)) => Err(e.to_string()),
+                (None, Ok(_)) => Err("no answer for this transaction".to_string()),
+            };
+            let failed = result.is_err();
+            (answer_line("record", index, result), failed)
+        })
+        .collect();
+    let failed = lines.iter().filter(|(_, failed)| *failed).count() as u64;
+    Ok(RawAnswer {
+        lines: lines.into_iter().map(|(line, _)| line).collect(),
+        failed,
+        device: recovered.as_ref().and_then(|r| r.device.clone()),
+        disagreements: recovered.map_or(0, |r| r.disagreements),
+    })
+}
+
+/// One answer line, `{"<key>": at, "address", "pubkey"}` or `{"<key>": at, "error"}` (keys in
+/// the order serde_json writes them).
+fn answer_line(key: &str, at: u64, result: Result<&Recovered, String>) -> String {
+    let mut line = serde_json::Map::new();
+    line.insert(key.into(), at.into());
+    match result {
+        Ok(rec) => {
+            line.insert("address".into(), checksum_address(&rec.address).into());
+            line.insert("pubkey".into(), hex::encode(rec.pubkey).into());
+        }
+        Err(e) => {
+            line.insert("error".into(), e.into());
+        }
+    }
+    serde_json::Value::Object(line).to_string()
 }
 
 /// Records answered and refused so far, and where the raw transactions went.
@@ -130,20 +238,15 @@ impl Tally {
         at: u64,
         result: Result<Recovered, RecordError>,
     ) -> std::io::Result<()> {
-        let mut line = serde_json::Map::new();
-        line.insert(key.into(), at.into());
-        match result {
-            Ok(rec) => {
-                line.insert("address".into(), checksum_address(&rec.address).into());
-                line.insert("pubkey".into(), hex::encode(rec.pubkey).into());
-            }
-            Err(e) => {
-                self.failed += 1;
-                line.insert("error".into(), e.to_string().into());
-            }
+        if result.is_err() {
+            self.failed += 1;
         }
         self.total += 1;
-        writeln!(out, "{}", serde_json::Value::Object(line))
+        writeln!(
+            out,
+            "{}",
+            answer_line(key, at, result.as_ref().map_err(ToString::to_string))
+        )
     }
     /// The summary line on stderr (with the device that decoded transactions, if one did), and
     /// the exit status: 1 under `--fail-on-invalid` when any record failed.

@@ -24,9 +24,8 @@ use chainsig_core::{RecordError, Registry};
 use chainsig_cpu::pipeline::{prepare_records, Verdict};
 use chainsig_cpu::prepare::Preparer;
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -141,27 +140,28 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
     let started = Instant::now();
     let gpu_before = crate::backends::started_cuda().map(|c| c.pipeline_times());
     let preparer = Preparer::new();
-    let source = Source::new(input, opts.chunk).map_err(|e| anyhow::Error::new(e).context("reading input"))?;
-    let (tx, rx) = mpsc::sync_channel::<(u64, anyhow::Result<Answer>)>(WORKERS);
-    let mut summary = std::thread::scope(|scope| -> anyhow::Result<Summary> {
-        for _ in 0..WORKERS {
-            let tx = tx.clone();
-            let (source, preparer) = (&source, &preparer);
-            scope.spawn(move || loop {
-                let Some((seq, next)) = source.next() else { return };
-                let failed = next.is_err();
-                let answer = next
-                    .map_err(|e| anyhow::Error::new(e).context("reading input"))
-                    .and_then(|chunk| answer(opts, preparer, &chunk));
-                let failed = failed || answer.is_err();
-                if tx.send((seq, answer)).is_err() || failed {
-                    return;
-                }
-            });
-        }
-        drop(tx);
-        write_in_order(rx, out, opts.verdict_lines)
-    })?;
+    let source = Source::new(input, opts.chunk)
+        .map_err(|e| anyhow::Error::new(e).context("reading input"))?;
+    let mut writer = Writer {
+        out: std::io::BufWriter::with_capacity(1 << 20, out),
+        verdict_lines: opts.verdict_lines,
+        line: 1,
+        summary: Summary::default(),
+    };
+    crate::ordered::run(
+        WORKERS,
+        || {
+            source.next().map(|(seq, chunk)| {
+                (
+                    seq,
+                    chunk.map_err(|e| anyhow::Error::new(e).context("reading input")),
+                )
+            })
+        },
+        |chunk| answer(opts, &preparer, &chunk),
+        |answer| writer.write(answer),
+    )?;
+    let mut summary = writer.summary;
     summary.stats.read = source.read_time();
     summary.stats.wall = started.elapsed();
     summary.stats.gpu = crate::backends::started_cuda()
@@ -218,52 +218,46 @@ pub fn parse_chunk(
         .collect()
 }
 
-/// The writer: answers in sequence order, each chunk's lines flushed as soon as it is written (a
-/// producer waiting on its answers is not kept waiting).
-fn write_in_order(
-    rx: mpsc::Receiver<(u64, anyhow::Result<Answer>)>,
-    out: impl Write,
+/// The writer: each chunk's verdict lines, in order, numbered and flushed as soon as they are
+/// written (a producer waiting on its answers is not kept waiting), and the counts.
+struct Writer<W: Write> {
+    out: std::io::BufWriter<W>,
     verdict_lines: bool,
-) -> anyhow::Result<Summary> {
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
-    let mut summary = Summary::default();
-    let mut waiting: HashMap<u64, anyhow::Result<Answer>> = HashMap::new();
-    let mut next = 0u64;
-    // The number of the next line written (1-based).
-    let mut line = 1u64;
-    for (seq, answer) in rx {
-        waiting.insert(seq, answer);
-        while let Some(answer) = waiting.remove(&next) {
-            next += 1;
-            let answer = answer?;
-            let started = Instant::now();
-            let stats = &mut summary.stats;
-            stats.parse += answer.parse;
-            stats.prepare += answer.prepare;
-            stats.verify += answer.verify;
-            stats.bytes += answer.bytes;
-            stats.records += answer.verdicts.len() as u64;
-            for (key, n) in answer.batches {
-                *summary.used.entry(key).or_default() += n as u64;
-            }
-            // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
-            let _writing = crate::stop::writing();
-            for (k, verdict) in answer.verdicts.iter().enumerate() {
-                match verdict {
-                    Verdict::Valid => summary.valid += 1,
-                    Verdict::Invalid => summary.invalid += 1,
-                    Verdict::Error(_) => summary.errors += 1,
-                }
-                if verdict_lines {
-                    write_verdict(&mut out, line + k as u64, verdict)?;
-                }
-            }
-            line += answer.verdicts.len() as u64;
-            out.flush()?;
-            summary.stats.write += started.elapsed();
+    /// The number of the next line (1-based).
+    line: u64,
+    summary: Summary,
+}
+
+impl<W: Write> Writer<W> {
+    fn write(&mut self, answer: Answer) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let summary = &mut self.summary;
+        let stats = &mut summary.stats;
+        stats.parse += answer.parse;
+        stats.prepare += answer.prepare;
+        stats.verify += answer.verify;
+        stats.bytes += answer.bytes;
+        stats.records += answer.verdicts.len() as u64;
+        for (key, n) in answer.batches {
+            *summary.used.entry(key).or_default() += n as u64;
         }
+        // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
+        let _writing = crate::stop::writing();
+        for verdict in &answer.verdicts {
+            match verdict {
+                Verdict::Valid => summary.valid += 1,
+                Verdict::Invalid => summary.invalid += 1,
+                Verdict::Error(_) => summary.errors += 1,
+            }
+            if self.verdict_lines {
+                write_verdict(&mut self.out, self.line, verdict)?;
+            }
+            self.line += 1;
+        }
+        self.out.flush()?;
+        summary.stats.write += started.elapsed();
+        Ok(())
     }
-    Ok(summary)
 }
 
 /// One verdict line of `verify`'s output.
@@ -292,7 +286,11 @@ impl Stats {
             rate(self.wall)
         );
         let mut rows = vec![
-            ("read", self.read, "reading, cutting lines (summed over threads)"),
+            (
+                "read",
+                self.read,
+                "reading, cutting lines (summed over threads)",
+            ),
             ("parse", self.parse, "JSON and hex (all cores)"),
             (
                 "prepare",

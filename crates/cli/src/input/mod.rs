@@ -192,7 +192,8 @@ impl TextChunk {
         let (base, lines) = (self.text.len() - next.skip, self.ends.len());
         self.text.extend_from_slice(&next.text[next.skip..]);
         self.ends.extend(next.ends.iter().map(|e| e + base));
-        self.too_long.extend(next.too_long.iter().map(|k| k + lines));
+        self.too_long
+            .extend(next.too_long.iter().map(|k| k + lines));
     }
 
     /// Cuts the chunk after its last line: the bytes past it (a line still being read) become
@@ -666,7 +667,10 @@ mod tests {
                 (5, Ok("five")),
                 (6, Err(TOO_LONG)),
             ];
-            assert_eq!(lines, want, "pieces of {piece}, streaming {streaming}, chunk {chunk}");
+            assert_eq!(
+                lines, want,
+                "pieces of {piece}, streaming {streaming}, chunk {chunk}"
+            );
             // The skipped lines' bytes were never held: no chunk grew to hold one.
             let most = chunks.iter().map(|c| c.text.capacity()).max().unwrap_or(0);
             assert!(most < 5 * MAX_LINE, "a chunk held {most} bytes");

@@ -52,11 +52,7 @@ impl FileRanges {
         let got = read_at_most(&file, &mut sample, 0)?;
         let newlines = memchr::memchr_iter(b'\n', &sample[..got]).count();
         // No newline in the sample: lines are long, so the ranges are as large as allowed.
-        let per_line = if newlines == 0 {
-            MAX_SPAN
-        } else {
-            (got / newlines) as u64
-        };
+        let per_line = got.checked_div(newlines).map_or(MAX_SPAN, |b| b as u64);
         let span = (per_line * lines.max(1) as u64).clamp(MIN_SPAN, MAX_SPAN);
         Ok(Self::with_span(file, len, span))
     }
@@ -228,10 +224,11 @@ mod tests {
     #[test]
     fn every_line_comes_once_in_order_whatever_the_span() {
         let text = b"first\r\n\nthird line\nfour\nfifth, no newline";
-        let want: Vec<Result<String, &str>> = ["first", "", "third line", "four", "fifth, no newline"]
-            .iter()
-            .map(|l| Ok(l.to_string()))
-            .collect();
+        let want: Vec<Result<String, &str>> =
+            ["first", "", "third line", "four", "fifth, no newline"]
+                .iter()
+                .map(|l| Ok(l.to_string()))
+                .collect();
         for span in 1..=text.len() as u64 + 1 {
             let (lines, ranges) = lines_in_ranges(text, span);
             assert_eq!(lines, want, "span {span}");
@@ -239,7 +236,10 @@ mod tests {
         }
         // A file ending with a newline has no empty last line.
         for span in [1, 3, 100] {
-            assert_eq!(lines_in_ranges(b"a\nb\n", span).0, [Ok("a".into()), Ok("b".into())]);
+            assert_eq!(
+                lines_in_ranges(b"a\nb\n", span).0,
+                [Ok("a".into()), Ok("b".into())]
+            );
         }
         assert_eq!(lines_in_ranges(b"", 4).0, []);
     }

@@ -141,7 +141,15 @@ fn malformed_lines_become_errors_and_the_rest_is_verified() {
 #[test]
 fn a_file_read_in_ranges_answers_as_standard_input_does() {
     let gen = chainsig(
-        &["gen", "--alg", "secp256k1", "--count", "6000", "--seed", "5"],
+        &[
+            "gen",
+            "--alg",
+            "secp256k1",
+            "--count",
+            "6000",
+            "--seed",
+            "5",
+        ],
         "",
     );
     assert!(gen.status.success());
@@ -159,12 +167,22 @@ fn a_file_read_in_ranges_answers_as_standard_input_does() {
     let file = dir.file("records.jsonl", &text);
     for chunk in ["65536", "777"] {
         let from_file = chainsig(
-            &["verify", "--backend", "cpu", "--chunk", chunk, file.to_str().unwrap()],
+            &[
+                "verify",
+                "--backend",
+                "cpu",
+                "--chunk",
+                chunk,
+                file.to_str().unwrap(),
+            ],
             "",
         );
         let from_stdin = chainsig(&["verify", "--backend", "cpu", "--chunk", chunk], &text);
         assert!(from_file.status.success() && from_stdin.status.success());
-        assert!(from_file.stdout == from_stdin.stdout, "--chunk {chunk}: the answers differ");
+        assert!(
+            from_file.stdout == from_stdin.stdout,
+            "--chunk {chunk}: the answers differ"
+        );
         let verdicts = json_lines(&from_file.stdout);
         assert_eq!(verdicts.len(), 6002);
         for (i, v) in verdicts.iter().enumerate() {
@@ -174,7 +192,10 @@ fn a_file_read_in_ranges_answers_as_standard_input_does() {
             .as_str()
             .unwrap()
             .starts_with("line is longer than 16 MiB"));
-        assert!(verdicts[10]["error"].as_str().unwrap().starts_with("bad JSON"));
+        assert!(verdicts[10]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("bad JSON"));
         let valid = verdicts.iter().filter(|v| v["valid"] == true).count();
         assert!(valid > 5000, "{valid} valid");
     }

@@ -11,6 +11,7 @@
 use super::MAX_RAW_TX_LEN;
 use std::fmt;
 use std::io::{self, Read};
+use std::ops::Range;
 
 /// Bytes of a record's length prefix.
 pub const PREFIX_LEN: usize = 4;
@@ -78,19 +79,43 @@ impl<R: Read> FrameReader<R> {
         }
     }
 
-    /// Up to `max` records, or fewer at the end of the input (none when it is over).
-    pub fn chunk(&mut self, max: usize) -> io::Result<Vec<Frame>> {
-        let mut out = Vec::new();
-        while out.len() < max {
-            match self.next() {
-                Some(frame) => out.push(frame?),
-                None => break,
+    /// Up to `max` records, or fewer at the end of the input (none when it is over), their bytes
+    /// one after another in one buffer of at least `room` bytes. An I/O error loses the chunk.
+    pub fn chunk(&mut self, max: usize, room: usize) -> io::Result<FrameChunk> {
+        let mut chunk = FrameChunk {
+            first: self.index,
+            bytes: Vec::with_capacity(room),
+            records: Vec::with_capacity(max.min(1 << 20)),
+        };
+        while chunk.records.len() < max && !self.done {
+            match self.read_frame_into(&mut chunk.bytes) {
+                Ok(Some(record)) => {
+                    self.index += 1;
+                    chunk.records.push(record);
+                }
+                Ok(None) => self.done = true,
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
+                }
             }
         }
-        Ok(out)
+        Ok(chunk)
     }
 
     fn read_frame(&mut self) -> io::Result<Option<Result<Vec<u8>, FrameError>>> {
+        let mut bytes = Vec::new();
+        Ok(self
+            .read_frame_into(&mut bytes)?
+            .map(|record| record.map(|_| bytes)))
+    }
+
+    /// Reads the next record's bytes onto the end of `out`: where they lie in it, or why the
+    /// record could not be framed (nothing appended then); `None` at the end of the input.
+    fn read_frame_into(
+        &mut self,
+        out: &mut Vec<u8>,
+    ) -> io::Result<Option<Result<Range<usize>, FrameError>>> {
         let mut prefix = [0u8; PREFIX_LEN];
         let got = read_full(&mut self.input, &mut prefix)?;
         if got == 0 {
@@ -109,13 +134,49 @@ impl<R: Read> FrameReader<R> {
             }
             return Ok(Some(Err(FrameError::TooLong { len })));
         }
-        let mut bytes = vec![0u8; want];
-        let got = read_full(&mut self.input, &mut bytes)?;
+        let start = out.len();
+        out.resize(start + want, 0);
+        let got = read_full(&mut self.input, &mut out[start..])?;
         if got < want {
+            out.truncate(start);
             self.done = true;
             return Ok(Some(Err(FrameError::TruncatedRecord { len, got })));
         }
-        Ok(Some(Ok(bytes)))
+        Ok(Some(Ok(start..start + want)))
+    }
+}
+
+/// Consecutive records in one buffer ([`FrameReader::chunk`]): no allocation per record.
+#[derive(Debug, Default)]
+pub struct FrameChunk {
+    /// The index of the first record (0-based, counting every record, bad ones included).
+    pub first: u64,
+    bytes: Vec<u8>,
+    /// Record k's place in `bytes`, or why it could not be framed.
+    records: Vec<Result<Range<usize>, FrameError>>,
+}
+
+impl FrameChunk {
+    /// Records in the chunk.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Record `k`'s bytes, or why it could not be framed.
+    pub fn record(&self, k: usize) -> Result<&[u8], &FrameError> {
+        match &self.records[k] {
+            Ok(span) => Ok(&self.bytes[span.clone()]),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Bytes of the records the chunk holds.
+    pub fn bytes(&self) -> usize {
+        self.bytes.len()
     }
 }
 
@@ -249,12 +310,27 @@ mod tests {
         for i in 0..10u8 {
             push_record(&mut file, &[i]).unwrap();
         }
+        // A record cut short ends the last chunk; the records before it are whole.
+        file.extend([3, 0, 0, 0, 7]);
         let mut reader = FrameReader::new(&file[..]);
-        let sizes: Vec<usize> = std::iter::from_fn(|| {
-            let c = reader.chunk(4).unwrap();
-            (!c.is_empty()).then_some(c.len())
+        let chunks: Vec<FrameChunk> = std::iter::from_fn(|| {
+            let c = reader.chunk(4, 0).unwrap();
+            (!c.is_empty()).then_some(c)
         })
         .collect();
-        assert_eq!(sizes, vec![4, 4, 2]);
+        let sizes: Vec<(u64, usize)> = chunks.iter().map(|c| (c.first, c.len())).collect();
+        assert_eq!(sizes, vec![(0, 4), (4, 4), (8, 3)]);
+        let records: Vec<Result<&[u8], &FrameError>> = chunks
+            .iter()
+            .flat_map(|c| (0..c.len()).map(move |k| c.record(k)))
+            .collect();
+        for (i, record) in records[..10].iter().enumerate() {
+            assert_eq!(*record, Ok(&[i as u8][..]));
+        }
+        assert_eq!(
+            records[10],
+            Err(&FrameError::TruncatedRecord { len: 3, got: 1 })
+        );
+        assert_eq!(chunks[2].bytes(), 2);
     }
 }
