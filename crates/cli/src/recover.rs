@@ -49,7 +49,10 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let registry = backends::registry(&args.backend);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut tally = Tally::default();
+    let mut tally = Tally {
+        started: Some(std::time::Instant::now()),
+        ..Tally::default()
+    };
     if args.raw {
         let input = std::io::BufReader::with_capacity(1 << 20, open_raw(args.file.as_deref())?);
         recover_raw_frames(&registry, &args.backend, input, &mut out, &mut tally)?;
@@ -211,6 +214,8 @@ struct Tally {
     device: Option<String>,
     /// Transactions the device refused for another cause than the CPU path's.
     disagreements: u64,
+    /// When reading began (backends already started), for the rate in the summary.
+    started: Option<std::time::Instant>,
 }
 
 impl Tally {
@@ -256,7 +261,9 @@ impl Tally {
             failed,
             device,
             disagreements,
+            started,
         } = self;
+        let seconds = started.map_or(0.0, |t| t.elapsed().as_secs_f64());
         if disagreements > 0 {
             eprintln!(
                 "warning: the GPU and the CPU path disagreed on {disagreements} records; the CPU's answers were printed"
@@ -264,8 +271,9 @@ impl Tally {
         }
         let note = device.map(|d| format!(" ({d})")).unwrap_or_default();
         eprintln!(
-            "recovered {} of {total} records, {failed} errors{note}",
-            total - failed
+            "recovered {} of {total} records, {failed} errors{note}; {seconds:.3} s, {:.0} records/s",
+            total - failed,
+            total as f64 / seconds.max(1e-9)
         );
         if fail_on_invalid && failed > 0 {
             ExitCode::from(1)
