@@ -79,7 +79,7 @@ pub fn verify_record(data: &[u8]) {
         }
         match parsed {
             Ok(record) => {
-                if let Err(e) = preparer.prepare(&record) {
+                if let Err(e) = preparer.prepare(&record, None) {
                     short(e);
                 }
             }

@@ -81,22 +81,26 @@ pub fn prepare_records<'r>(
         .filter(|b| b.name() != CPU);
     let device_hashes = device.is_some();
     let device_decodes = device.is_some_and(|b| b.takes_raw_sm2());
+    // Keys the host decodes, compressed ones made whole eight at a time first.
+    let keys = preparer.decompress_keys(records, |rec| !(device_decodes && raw_sm2(rec).is_some()));
     let prepared = records
         .par_iter()
-        .map(|rec| {
+        .enumerate()
+        .map(|(i, rec)| {
             let rec = rec.as_ref().map_err(Clone::clone)?;
             if device_decodes {
                 if let Some(raw) = raw_sm2(rec) {
                     return Ok((rec.alg, Prepared::Raw(raw)));
                 }
             }
+            let key = keys.get(i).copied().flatten();
             if device_hashes {
-                if let Some(unhashed) = preparer.prepare_unhashed(rec) {
+                if let Some(unhashed) = preparer.prepare_unhashed(rec, key) {
                     let (item, za, msg) = unhashed?;
                     return Ok((rec.alg, Prepared::Unhashed(item, za, msg)));
                 }
             }
-            Ok((rec.alg, Prepared::Digest(preparer.prepare(rec)?)))
+            Ok((rec.alg, Prepared::Digest(preparer.prepare(rec, key)?)))
         })
         .collect();
     PreparedRecords { prepared }

@@ -20,6 +20,8 @@
 //! - [`mul`]: u₁·G + u₂·Q with a fixed-base comb for G and a window for Q.
 //! - [`verify`]: SM2 and ECDSA verification of eight records, with the scalar path's rules.
 //! - [`recover`]: Ethereum sender recovery (ecrecover) of eight secp256k1 records.
+//! - [`decompress`]: compressed SEC1 keys made whole, eight at a time, before records are
+//!   prepared ([`decompress_keys`]).
 //! - [`ct_comb`]: k·G in constant time (whole-row table scans, masked blends), for signing.
 //! - [`sign`]: secp256k1 ECDSA signing of eight (key, digest) pairs in constant time, RFC 6979
 //!   nonces and low s, byte for byte libsecp256k1's ([`sign_secp256k1`]).
@@ -56,6 +58,8 @@
 mod ct_comb;
 #[cfg(target_arch = "x86_64")]
 mod curves;
+#[cfg(target_arch = "x86_64")]
+mod decompress;
 #[cfg(target_arch = "x86_64")]
 mod field;
 #[cfg(target_arch = "x86_64")]
@@ -170,6 +174,33 @@ pub fn verify_items(alg: Algorithm, low_s: bool, items: &[PreparedItem]) -> Opti
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (alg, low_s);
+        None
+    }
+}
+
+/// The y coordinates of up to [`LANES`] compressed SEC1 keys of `alg` (`02`/`03` ‖ x), y[l] for
+/// key l, in lanes; `None` where the CPU lacks the lanes. A key refused (x ≥ p, no point with
+/// this x, a prefix other than 02 or 03) has no y: [`crate::prepare::decode_pubkey`] words why.
+pub fn decompress_keys(alg: Algorithm, keys: &[[u8; 33]]) -> Option<[Option<[u8; 32]>; LANES]> {
+    assert!(keys.len() <= LANES, "at most {LANES} keys per group");
+    if !available() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        use decompress::decompress_group;
+        // SAFETY: `available()` confirmed AVX-512F and IFMA, the only features it needs.
+        Some(unsafe {
+            match alg {
+                Algorithm::Sm2 => decompress_group::<curves::Sm2Curve>(keys),
+                Algorithm::P256 => decompress_group::<curves::P256Curve>(keys),
+                Algorithm::Secp256k1 => decompress_group::<curves::K256Curve>(keys),
+            }
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = alg;
         None
     }
 }

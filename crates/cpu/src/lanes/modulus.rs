@@ -50,6 +50,31 @@ pub(crate) const fn to_radix52(a: &[u64; 4]) -> [u64; LIMBS] {
     ]
 }
 
+/// (p + 1)/4 in four 64-bit limbs, from p big-endian: the exponent that takes a square to a
+/// square root when p ≡ 3 (mod 4), as SM2's, P-256's and secp256k1's primes all are.
+pub(crate) const fn sqrt_exponent(p_be: &[u8; 32]) -> [u64; 4] {
+    let p = limbs64_from_be(p_be);
+    assert!(p[0] & 3 == 3, "the square root needs p ≡ 3 mod 4");
+    // p is odd and below 2²⁵⁶ − 1, so p + 1 only carries within the limbs.
+    let mut q = [0u64; 4];
+    let mut carry = 1u64;
+    let mut i = 0;
+    while i < 4 {
+        let (sum, over) = p[i].overflowing_add(carry);
+        q[i] = sum;
+        carry = over as u64;
+        i += 1;
+    }
+    assert!(carry == 0, "p + 1 fits in 256 bits");
+    let mut i = 0;
+    while i < 4 {
+        let high = if i < 3 { q[i + 1] << 62 } else { 0 };
+        q[i] = (q[i] >> 2) | high;
+        i += 1;
+    }
+    q
+}
+
 /// Five normalised 52-bit limbs (value below 2²⁵⁶) to 32 big-endian bytes.
 pub(crate) fn be_from_radix52(a: &[u64; LIMBS]) -> [u8; 32] {
     let limbs = from_radix52(a);

@@ -241,13 +241,20 @@ impl<C: LaneCurve> Cached8<C> {
     }
 }
 
+/// x³ + ax + b, the curve equation's right side, for x in Montgomery form (the result is too).
+#[target_feature(enable = "avx512f,avx512ifma")]
+pub(crate) fn curve_rhs<C: LaneCurve>(x: &Fp<C>) -> Fp<C> {
+    let b = Fp::<C>::constant(&radix52_from_be(&C::PARAMS.b)).to_mont();
+    let rhs = x.square().mul(x).add(&b);
+    if C::A_IS_ZERO {
+        rhs
+    } else {
+        rhs.sub(&x.double().add(x))
+    }
+}
+
 /// The lanes where (x, y), in Montgomery form, satisfies y² = x³ + ax + b.
 #[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) fn on_curve<C: LaneCurve>(x: &Fp<C>, y: &Fp<C>) -> Mask {
-    let b = Fp::<C>::constant(&radix52_from_be(&C::PARAMS.b)).to_mont();
-    let mut rhs = x.square().mul(x).add(&b);
-    if !C::A_IS_ZERO {
-        rhs = rhs.sub(&x.double().add(x));
-    }
-    y.square().equals(&rhs)
+    y.square().equals(&curve_rhs::<C>(x))
 }

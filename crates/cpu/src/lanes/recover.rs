@@ -15,9 +15,9 @@
 
 use super::curves::K256Curve;
 use super::field::{splat, Fe8, Mask};
-use super::modulus::{be_from_radix52, limbs64_from_be, radix52_from_be, LIMBS};
+use super::modulus::{be_from_radix52, radix52_from_be, sqrt_exponent, LIMBS};
 use super::mul::lincomb;
-use super::point::{Fp, LaneCurve};
+use super::point::{curve_rhs, Fp, LaneCurve};
 use super::verify::in_range;
 use crate::ecdsa_secp256k1::SRule;
 use chainsig_core::{RecoverItem, Recovered};
@@ -26,29 +26,8 @@ use core::arch::x86_64::*;
 type Curve = K256Curve;
 type Scalar = Fe8<<K256Curve as LaneCurve>::N>;
 
-/// (p + 1)/4, the square-root exponent for p ≡ 3 (mod 4), derived from the curve's p.
-const SQRT_EXPONENT: [u64; 4] = {
-    let p = limbs64_from_be(&Curve::PARAMS.p);
-    assert!(p[0] & 3 == 3, "the square root needs p ≡ 3 mod 4");
-    // p is odd and below 2²⁵⁶ − 1, so p + 1 only carries within the limbs.
-    let mut q = [0u64; 4];
-    let mut carry = 1u64;
-    let mut i = 0;
-    while i < 4 {
-        let (sum, over) = p[i].overflowing_add(carry);
-        q[i] = sum;
-        carry = over as u64;
-        i += 1;
-    }
-    assert!(carry == 0, "p + 1 fits in 256 bits");
-    let mut i = 0;
-    while i < 4 {
-        let high = if i < 3 { q[i + 1] << 62 } else { 0 };
-        q[i] = (q[i] >> 2) | high;
-        i += 1;
-    }
-    q
-};
+/// (p + 1)/4, the square-root exponent for p ≡ 3 (mod 4).
+const SQRT_EXPONENT: [u64; 4] = sqrt_exponent(&Curve::PARAMS.p);
 
 /// The operands of up to eight records as lane columns, the wanted parity of y, and the lanes
 /// that passed the byte checks.
@@ -100,8 +79,7 @@ pub(crate) fn recover_group(items: &[RecoverItem], rule: SRule) -> [Option<Recov
 
     // R = (r, ±√(r³ + 7)); r < n < p, inside the lanes' [0, 2p) invariant.
     let x = Fp::<Curve>::load(&packed.r).to_mont();
-    let b = Fp::<Curve>::constant(&radix52_from_be(&Curve::PARAMS.b)).to_mont();
-    let rhs = x.square().mul(&x).add(&b);
+    let rhs = curve_rhs::<Curve>(&x);
     let root = rhs.pow(&SQRT_EXPONENT);
     ok &= root.square().equals(&rhs);
     // Negation commutes with the Montgomery form, so the parity is read from the plain value and

@@ -122,17 +122,20 @@ pub(crate) fn key_bytes(case: u32, x: &[u8; 32], y: &[u8; 32], rng: &mut impl Rn
 
 /// The CPU path's preparation of one raw record.
 pub(crate) fn cpu_prepare(prep: &Preparer, it: &RawSm2Item) -> Result<PreparedItem, RecordError> {
-    prep.prepare(&VerifyRecord {
-        alg: Algorithm::Sm2,
-        pubkey: it.pubkey.to_vec(),
-        payload: Payload::Message {
-            msg: it.msg.to_vec(),
-            hash: HashAlg::Sm3,
+    prep.prepare(
+        &VerifyRecord {
+            alg: Algorithm::Sm2,
+            pubkey: it.pubkey.to_vec(),
+            payload: Payload::Message {
+                msg: it.msg.to_vec(),
+                hash: HashAlg::Sm3,
+            },
+            r: *it.r,
+            s: *it.s,
+            sm2_id: it.id.to_vec(),
         },
-        r: *it.r,
-        s: *it.s,
-        sm2_id: it.id.to_vec(),
-    })
+        None,
+    )
 }
 
 /// Runs the batch through the kernel code in chunks of `chunk` records, as the engine stages
