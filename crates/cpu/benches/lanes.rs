@@ -6,7 +6,9 @@
 //! Signing too: the constant-time lane signer (`lanes::sign_secp256k1`) against libsecp256k1's
 //! `sign_ecdsa_recoverable` (its context made once, not re-randomised), byte for byte the same
 //! signatures, and the cost of one lane call for groups of 1 to 8 (where lanes start to pay); and
-//! SM2 signing with given nonces, lanes against chainsig-weierstrass's scalar signer.
+//! SM2 signing with given nonces, lanes against chainsig-weierstrass's scalar signer. And key
+//! decompression (`-- decompress`): compressed SEC1 keys made whole in lanes against the scalar
+//! path's `decode_pubkey` (libsecp256k1 for secp256k1, chainsig-weierstrass for SM2 and P-256).
 //!
 //! `cargo bench -p chainsig-cpu --bench lanes` (add `-- 8192` for another batch size, `-- recover`
 //! for recovery alone, `-- sign` for signing alone, `-- recover once-scalar` or `once-lanes` for a single pass of one side, the
@@ -226,6 +228,47 @@ fn bench_sm2_signing(size: usize) {
     );
 }
 
+/// Compressed keys made whole, lanes against the scalar path, for each curve.
+fn bench_decompression(size: usize) {
+    for alg in Algorithm::ALL {
+        let spec = GenSpec {
+            alg,
+            seed: 33,
+            invalid_ratio: 0.0,
+            msg_len: 8,
+        };
+        // The generator compresses the keys of odd-numbered records.
+        let keys: Vec<[u8; 33]> = (0..size as u64)
+            .map(|i| {
+                chainsig_testkit::record(&spec, 2 * i + 1)
+                    .pubkey
+                    .try_into()
+                    .expect("a compressed key")
+            })
+            .collect();
+        let scalar = || {
+            keys.iter()
+                .filter(|k| chainsig_cpu::prepare::decode_pubkey(alg, &k[..]).is_ok())
+                .count()
+        };
+        let lane = || {
+            keys.chunks(lanes::LANES)
+                .map(|g| {
+                    let ys = lanes::decompress_keys(alg, g).expect("lanes available");
+                    ys.iter().flatten().count()
+                })
+                .sum::<usize>()
+        };
+        let (best_scalar, best_lanes) = best_of_five(size, scalar, lane, |vs, vl| {
+            assert_eq!((vs, vl), (size, size), "{alg}: every key decoded")
+        });
+        println!(
+            " {alg:<9} decompression: lanes {best_lanes:>9.0}/s   scalar {best_scalar:>9.0}/s   ratio {:.2}",
+            best_lanes / best_scalar
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let size: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(4096);
@@ -247,6 +290,10 @@ fn main() {
     println!("per core, {size} signatures per round, best of 5 interleaved rounds");
     if only_signing {
         bench_signing(size);
+        return;
+    }
+    if args.iter().any(|a| a == "decompress") {
+        bench_decompression(size);
         return;
     }
     if only_recovery || once.is_some() {
