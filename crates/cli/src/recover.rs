@@ -7,13 +7,14 @@
 //! by the CPU path for its message, so errors read as the CPU's, and one the GPU hands back (a
 //! blob transaction with its sidecar) is recovered by the CPU path.
 
+use crate::input::TextChunk;
 use crate::{backends, input};
 use anyhow::Context;
 use chainsig_core::record::parse_recover_line;
 use chainsig_core::{RecordError, Recovered};
 use chainsig_eth::rawtx::frames::{FrameChunk, FrameReader};
 use chainsig_eth::rawtx::RawTxError;
-use chainsig_eth::recover::{recover_records, recover_transactions, RecoverOutcome};
+use chainsig_eth::recover::{recover_records, recover_transactions};
 use rayon::prelude::*;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -41,9 +42,9 @@ pub struct RecoverArgs {
 /// engine's own chunks, so that within one call it copies one while it works on another.
 const RAW_CHUNK: usize = 1 << 18;
 
-/// Chunks of `--raw` input in hand at once: one on the backend while the next is read and the
-/// last one's answers are formatted.
-const RAW_WORKERS: usize = 3;
+/// Chunks in hand at once: one on the backend while the next is read and parsed and the last
+/// one's answers are formatted.
+const WORKERS: usize = 3;
 
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let registry = backends::registry(&args.backend);
@@ -57,30 +58,31 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
         let input = std::io::BufReader::with_capacity(1 << 20, open_raw(args.file.as_deref())?);
         recover_raw_frames(&registry, &args.backend, input, &mut out, &mut tally)?;
     } else {
-        let input = input::open(args.file.as_deref())?;
-        for chunk in input::chunks(input, 1 << 16) {
-            let chunk = chunk.context("reading input")?;
-            let records: Vec<_> = chunk
-                .par_iter()
-                .map(|(_, text)| match text {
-                    Ok(text) => parse_recover_line(text),
-                    Err(reason) => Err(RecordError::new("", reason.clone())),
-                })
-                .collect();
-            let outcome = tally.recover(&registry, &args.backend, records)?;
-            let _writing = crate::stop::writing();
-            for ((number, _), result) in chunk.iter().zip(outcome.results) {
-                tally.write(&mut out, "line", *number, result)?;
-            }
-            // Answers leave as their chunk is done: a producer waiting on them is not kept waiting.
-            out.flush()?;
-        }
+        let chunks = Mutex::new((
+            0u64,
+            input::text_chunks(input::open(args.file.as_deref())?, 1 << 16),
+        ));
+        crate::ordered::run(
+            WORKERS,
+            || {
+                let mut guard = chunks.lock().ok()?;
+                let (seq, chunks) = &mut *guard;
+                let chunk = chunks.next()?;
+                *seq += 1;
+                Some((
+                    *seq - 1,
+                    chunk.map_err(|e| anyhow::Error::new(e).context("reading input")),
+                ))
+            },
+            |chunk| answer_json_chunk(&registry, &args.backend, &chunk),
+            |answer| tally.write(&mut out, answer),
+        )?;
     }
     Ok(tally.finish(args.fail_on_invalid))
 }
 
-/// A chunk of `--raw` input answered: its lines, formatted, and what the tally needs.
-struct RawAnswer {
+/// A chunk answered: its lines, formatted, and what the tally needs.
+struct ChunkAnswer {
     lines: Vec<String>,
     failed: u64,
     device: Option<String>,
@@ -101,7 +103,7 @@ fn recover_raw_frames(
     // The chunk read and its number, taken together; bytes of the last chunk, the next one's room.
     let frames = Mutex::new((0u64, FrameReader::new(input), 0usize));
     crate::ordered::run(
-        RAW_WORKERS,
+        WORKERS,
         || {
             let mut guard = frames.lock().ok()?;
             let (seq, reader, room) = &mut *guard;
@@ -122,21 +124,7 @@ fn recover_raw_frames(
             }
         },
         |chunk| answer_raw_chunk(registry, backend, &chunk),
-        |answer| {
-            // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
-            let _writing = crate::stop::writing();
-            for line in &answer.lines {
-                writeln!(out, "{line}")?;
-            }
-            out.flush()?;
-            tally.total += answer.lines.len() as u64;
-            tally.failed += answer.failed;
-            tally.disagreements += answer.disagreements;
-            if answer.device.is_some() {
-                tally.device = answer.device;
-            }
-            Ok(())
-        },
+        |answer| tally.write(out, answer),
     )
 }
 
@@ -145,7 +133,7 @@ fn answer_raw_chunk(
     registry: &chainsig_core::Registry,
     backend: &str,
     chunk: &FrameChunk,
-) -> anyhow::Result<RawAnswer> {
+) -> anyhow::Result<ChunkAnswer> {
     let (at, txs): (Vec<usize>, Vec<&[u8]>) = (0..chunk.len())
         .filter_map(|k| chunk.record(k).ok().map(|tx| (k, tx)))
         .unzip();
@@ -180,11 +168,47 @@ fn answer_raw_chunk(
         })
         .collect();
     let failed = lines.iter().filter(|(_, failed)| *failed).count() as u64;
-    Ok(RawAnswer {
+    Ok(ChunkAnswer {
         lines: lines.into_iter().map(|(line, _)| line).collect(),
         failed,
         device: recovered.as_ref().and_then(|r| r.device.clone()),
         disagreements: recovered.map_or(0, |r| r.disagreements),
+    })
+}
+
+/// One chunk of JSON Lines: its records parsed and their signers recovered (`recover_records`),
+/// and a line for every record, formatted on every core.
+fn answer_json_chunk(
+    registry: &chainsig_core::Registry,
+    backend: &str,
+    chunk: &TextChunk,
+) -> anyhow::Result<ChunkAnswer> {
+    let records: Vec<_> = (0..chunk.len())
+        .into_par_iter()
+        .map(|k| match chunk.line(k) {
+            Ok(text) => parse_recover_line(text),
+            Err(reason) => Err(RecordError::new("", reason)),
+        })
+        .collect();
+    let outcome = recover_records(registry, backend, records)
+        .with_context(|| format!("--backend {backend}"))?;
+    let lines: Vec<(String, bool)> = outcome
+        .results
+        .par_iter()
+        .enumerate()
+        .with_min_len(1024)
+        .map(|(k, result)| {
+            let result = result.as_ref().map_err(ToString::to_string);
+            let failed = result.is_err();
+            (answer_line("line", chunk.number(k), result), failed)
+        })
+        .collect();
+    let failed = lines.iter().filter(|(_, failed)| *failed).count() as u64;
+    Ok(ChunkAnswer {
+        lines: lines.into_iter().map(|(line, _)| line).collect(),
+        failed,
+        device: outcome.transactions.map(|(device, _)| device),
+        disagreements: outcome.disagreements,
     })
 }
 
@@ -219,40 +243,23 @@ struct Tally {
 }
 
 impl Tally {
-    /// One chunk's records through `recover_records`, noting where the transactions went.
-    fn recover(
-        &mut self,
-        registry: &chainsig_core::Registry,
-        backend: &str,
-        records: Vec<Result<chainsig_core::record::RecoverRecord, RecordError>>,
-    ) -> anyhow::Result<RecoverOutcome> {
-        let outcome = recover_records(registry, backend, records)
-            .with_context(|| format!("--backend {backend}"))?;
-        if let Some((device, _)) = &outcome.transactions {
-            self.device = Some(device.clone());
+    /// Writes a chunk's answer lines, whole (or not at all on SIGTERM, `crate::stop`), flushed so
+    /// that a producer waiting on them is not kept waiting, and counts them.
+    fn write(&mut self, out: &mut impl Write, answer: ChunkAnswer) -> anyhow::Result<()> {
+        let _writing = crate::stop::writing();
+        for line in &answer.lines {
+            writeln!(out, "{line}")?;
         }
-        self.disagreements += outcome.disagreements;
-        Ok(outcome)
+        out.flush()?;
+        self.total += answer.lines.len() as u64;
+        self.failed += answer.failed;
+        self.disagreements += answer.disagreements;
+        if answer.device.is_some() {
+            self.device = answer.device;
+        }
+        Ok(())
     }
 
-    /// Writes one answer line, `{"<key>": at, "address", "pubkey"}` or `{"<key>": at, "error"}`.
-    fn write(
-        &mut self,
-        out: &mut impl Write,
-        key: &str,
-        at: u64,
-        result: Result<Recovered, RecordError>,
-    ) -> std::io::Result<()> {
-        if result.is_err() {
-            self.failed += 1;
-        }
-        self.total += 1;
-        writeln!(
-            out,
-            "{}",
-            answer_line(key, at, result.as_ref().map_err(ToString::to_string))
-        )
-    }
     /// The summary line on stderr (with the device that decoded transactions, if one did), and
     /// the exit status: 1 under `--fail-on-invalid` when any record failed.
     fn finish(self, fail_on_invalid: bool) -> ExitCode {

@@ -3,8 +3,7 @@
 //!
 //! The reader reads large blocks and cuts them into lines with `memchr`; a chunk is one buffer of
 //! text and the ends of its lines ([`TextChunk`]), so no line costs a heap allocation and
-//! checking UTF-8 is left to whoever parses the chunk, on every core. ([`chunks`] still hands out
-//! a `String` per line, for callers that want them.)
+//! checking UTF-8 is left to whoever parses the chunk, on every core.
 //!
 //! Chunks are cut two ways. From a regular file every chunk is full (the last excepted): reading
 //! never waits long, and large chunks keep a GPU busy. From a pipe, a terminal or a socket, a
@@ -28,9 +27,6 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// One input line: its 1-based number and its text, or why it could not be read as text.
-pub type Line = (u64, Result<String, String>);
 
 /// Why a line is not text.
 pub const NOT_UTF8: &str = "line is not valid UTF-8";
@@ -491,32 +487,28 @@ impl Drop for TextChunks {
     }
 }
 
-/// [`TextChunks`] with each line as its own `String` ([`Line`]).
-pub struct Chunks(TextChunks);
-
-/// As [`text_chunks`], each chunk a `Vec` of [`Line`]s.
-pub fn chunks(input: Input, chunk: usize) -> Chunks {
-    Chunks(text_chunks(input, chunk))
-}
-
-impl Iterator for Chunks {
-    type Item = std::io::Result<Vec<Line>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        Some(self.0.next()?.map(|c| {
-            (0..c.len())
-                .map(|k| {
-                    let text = c.line(k).map(str::to_string).map_err(str::to_string);
-                    (c.number(k), text)
-                })
-                .collect()
-        }))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One input line: its 1-based number and its text, or why it could not be read as text.
+    type Line = (u64, Result<String, String>);
+
+    /// [`text_chunks`] with each line as its own `String`.
+    fn chunks(input: Input, chunk: usize) -> impl Iterator<Item = std::io::Result<Vec<Line>>> {
+        text_chunks(input, chunk).map(|c| {
+            c.map(|c| {
+                (0..c.len())
+                    .map(|k| {
+                        (
+                            c.number(k),
+                            c.line(k).map(str::to_string).map_err(str::to_string),
+                        )
+                    })
+                    .collect()
+            })
+        })
+    }
 
     fn lines_of(text: &'static str, streaming: bool, chunk: usize) -> Vec<Vec<Line>> {
         let input = Input {
