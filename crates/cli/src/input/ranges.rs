@@ -244,6 +244,47 @@ mod tests {
         assert_eq!(lines_in_ranges(b"", 4).0, []);
     }
 
+    /// Random texts (lines of random lengths, blank ones, carriage returns, a missing final
+    /// newline) read in ranges of random spans give the lines the one-thread reader gives.
+    #[test]
+    fn ranges_give_the_reader_threads_lines_on_random_texts() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+        for round in 0..300 {
+            let mut text = Vec::new();
+            for _ in 0..rng.gen_range(0..40) {
+                let len = [0, 1, 2, 5, 30, 300][rng.gen_range(0..6)];
+                text.extend((0..len).map(|_| rng.gen_range(b' '..=b'~')));
+                if rng.gen_bool(0.1) {
+                    text.push(b'\r');
+                }
+                text.push(b'\n');
+            }
+            if rng.gen_bool(0.5) {
+                text.extend_from_slice(b"no newline");
+            }
+            let input = super::super::Input {
+                reader: Box::new(std::io::Cursor::new(text.clone())),
+                streaming: false,
+                file: None,
+            };
+            let want: Vec<Result<String, &str>> = super::super::text_chunks(input, 7)
+                .flat_map(|c| {
+                    let c = c.expect("read");
+                    (0..c.len())
+                        .map(|k| c.line(k).map(str::to_string))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let span = rng.gen_range(1..=text.len().max(1) as u64 + 3);
+            assert_eq!(
+                lines_in_ranges(&text, span).0,
+                want,
+                "round {round}, span {span}"
+            );
+        }
+    }
+
     #[test]
     fn a_line_past_the_limit_is_skipped_and_the_next_ones_read() {
         let mut text = b"short\n".to_vec();
