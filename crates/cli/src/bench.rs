@@ -76,6 +76,12 @@ pub struct BenchArgs {
     /// that name none.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["sweep", "kem", "sizes", "signers"])]
     from_file: Option<PathBuf>,
+    /// Time the user's whole path on a file of length-prefixed raw signed transactions (as
+    /// `recover --raw` reads them): reading, framing, recovery (on the GPU with `--backend cuda`),
+    /// formatting and writing the answer lines, beside the backend alone on the same transactions
+    /// in memory. Every run's answers are checked against the backend's alone.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["sweep", "kem", "sizes", "signers", "from_file", "alg"])]
+    raw: Option<PathBuf>,
     /// With --from-file: most records verified together (1 to 1048576), as `verify --chunk`.
     #[arg(long, default_value_t = 1 << 16, requires = "from_file",
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=1 << 20))]
@@ -174,6 +180,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
+    if let Some(path) = &args.raw {
+        let registry = backends::registry(&args.backend);
+        if args.backend != "auto" {
+            registry.get(&args.backend)?;
+        }
+        crate::bench_raw::run(&registry, &args.backend, path, args.repeats)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(path) = &args.from_file {
         anyhow::ensure!(
             args.alg.len() <= 1,

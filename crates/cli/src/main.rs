@@ -6,6 +6,7 @@ mod backends;
 mod bench;
 mod bench_file;
 mod bench_kem;
+mod bench_raw;
 mod eth;
 mod gen;
 mod input;

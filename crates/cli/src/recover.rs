@@ -82,9 +82,9 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A chunk answered: its lines, formatted, and what the tally needs.
-struct ChunkAnswer {
-    lines: Vec<String>,
-    failed: u64,
+pub(crate) struct ChunkAnswer {
+    pub(crate) lines: Vec<String>,
+    pub(crate) failed: u64,
     device: Option<String>,
     disagreements: u64,
 }
@@ -93,7 +93,7 @@ struct ChunkAnswer {
 /// allocation per record), their transactions recovered (`recover_transactions`, on the GPU under
 /// `cuda` or `auto`) and their answer lines formatted on every core while the next chunk is on
 /// the backend, the lines written in order.
-fn recover_raw_frames(
+pub(crate) fn recover_raw_frames(
     registry: &chainsig_core::Registry,
     backend: &str,
     input: impl Read + Send,
@@ -129,7 +129,7 @@ fn recover_raw_frames(
 }
 
 /// One chunk of `--raw` input: its framed records' senders, and a line for every record.
-fn answer_raw_chunk(
+pub(crate) fn answer_raw_chunk(
     registry: &chainsig_core::Registry,
     backend: &str,
     chunk: &FrameChunk,
@@ -231,13 +231,13 @@ fn answer_line(key: &str, at: u64, result: Result<&Recovered, String>) -> String
 
 /// Records answered and refused so far, and where the raw transactions went.
 #[derive(Default)]
-struct Tally {
-    total: u64,
-    failed: u64,
+pub(crate) struct Tally {
+    pub(crate) total: u64,
+    pub(crate) failed: u64,
     /// The device that decoded raw transactions, if one did.
-    device: Option<String>,
+    pub(crate) device: Option<String>,
     /// Transactions the device refused for another cause than the CPU path's.
-    disagreements: u64,
+    pub(crate) disagreements: u64,
     /// When reading began (backends already started), for the rate in the summary.
     started: Option<std::time::Instant>,
 }

@@ -117,3 +117,64 @@ fn framing_errors_name_their_record_and_the_rest_is_read() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("recovered 2 of 4 records, 2 errors"));
 }
+
+/// `bench --raw` times `recover --raw`'s path beside the backend alone on the same file, checks
+/// every run's answers against the backend's, and refuses a file with nothing to time.
+#[test]
+fn bench_raw_times_the_user_path_beside_the_backend() {
+    let mut corpus = Corpus::new(12, 3);
+    let mut file = Vec::new();
+    for tx in corpus.mixed(300, 0.2) {
+        push_record(&mut file, &tx).unwrap();
+    }
+    let dir = TempDir::new("bench-raw");
+    let path = dir.path("txs.bin");
+    std::fs::write(&path, &file).unwrap();
+    let out = chainsig(
+        &[
+            "bench",
+            "--raw",
+            path.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--repeats",
+            "2",
+        ],
+        "",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.starts_with("300 records ("), "{text}");
+    assert!(
+        text.contains("recovered on the host's cores; median of 2 runs"),
+        "{text}"
+    );
+    for row in ["user path", "backend only"] {
+        let line = text.lines().find(|l| l.starts_with(row)).expect(row);
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words
+            .iter()
+            .position(|w| *w == "records/s")
+            .expect("a rate");
+        let rate: f64 = words[at - 1].parse().expect("a number");
+        assert!(rate > 0.0, "{line}");
+    }
+    let empty = dir.path("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    let out = chainsig(
+        &[
+            "bench",
+            "--raw",
+            empty.to_str().unwrap(),
+            "--backend",
+            "cpu",
+        ],
+        "",
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was timed"));
+}
