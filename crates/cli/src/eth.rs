@@ -218,6 +218,9 @@ fn sign_lines(
         // Each line's transaction, checked; the valid ones signed together, in order.
         let checked = (0..chunk.len())
             .map(|k| match chunk.line(k) {
+                Err(reason) if reason == crate::input::TOO_LONG => {
+                    Err(chainsig_eth::EthError::field("json", reason))
+                }
                 Err(_) => Err(chainsig_eth::EthError::field("json", "line is not UTF-8")),
                 Ok(text) if text.trim().is_empty() => {
                     Err(chainsig_eth::EthError::field("json", "empty line"))
