@@ -145,21 +145,38 @@ fn sign_input(
     let bar = progress_bar(size);
     let started = std::time::Instant::now();
     let mut book = NonceBook::starting_at(args.first_nonce);
-    let mut lines = reader.split(b'\n');
+    let mut reader = reader;
     let (mut line_number, mut signed_count, mut failed, mut bytes_read) =
         (0usize, 0u64, 0u64, 0u64);
     loop {
-        let mut batch = Vec::with_capacity(LINES_PER_BATCH);
-        for line in lines.by_ref().take(LINES_PER_BATCH) {
-            let line = line.context("reading input")?;
-            bytes_read += line.len() as u64 + 1;
-            batch.push(line);
+        // Each line, or `None` for one past the input's line limit (read past, not kept).
+        let mut batch: Vec<Option<Vec<u8>>> = Vec::with_capacity(LINES_PER_BATCH);
+        while batch.len() < LINES_PER_BATCH {
+            let mut line = Vec::new();
+            match crate::input::read_bounded_line(&mut reader, &mut line)
+                .context("reading input")?
+            {
+                None => break,
+                Some(whole) => {
+                    bytes_read += line.len() as u64 + 1;
+                    batch.push(whole.then_some(line));
+                }
+            }
         }
         if batch.is_empty() {
             break;
         }
         let results = pool.install(|| {
-            let parsed = batch.par_iter().map(|line| parse_line(line)).collect();
+            let parsed = batch
+                .par_iter()
+                .map(|line| match line {
+                    Some(line) => parse_line(line),
+                    None => Err(chainsig_eth::EthError::field(
+                        "json",
+                        crate::input::TOO_LONG,
+                    )),
+                })
+                .collect();
             sign_batch(signer, parsed, &mut book)
         });
         // A batch's answers are written whole, or not at all on SIGTERM (crate::stop).

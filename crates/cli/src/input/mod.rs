@@ -23,7 +23,7 @@
 
 use anyhow::Context;
 use std::collections::VecDeque;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -39,6 +39,35 @@ pub const MAX_LINE: usize = 16 << 20;
 pub const TOO_LONG: &str = "line is longer than 16 MiB (16777216 bytes): skipped";
 
 pub mod ranges;
+
+/// Reads one line of `reader` into `line` (its newline dropped), holding at most [`MAX_LINE`]
+/// bytes of it: `Some(true)` for a line, `Some(false)` for one longer than that (the rest of it
+/// read past, not kept, and `line` left empty), `None` at the end of the input. For a reader of
+/// its own line by line (`eth sign-bulk`), the rule the chunk readers keep.
+pub fn read_bounded_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let read = reader
+        .by_ref()
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', line)?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+        return Ok(Some(true));
+    }
+    if line.len() <= MAX_LINE {
+        // The input's last line, without a newline.
+        return Ok(Some(true));
+    }
+    line.clear();
+    reader.skip_until(b'\n')?;
+    Ok(Some(false))
+}
 
 /// Bytes asked of the operating system per read.
 const READ_BLOCK: usize = 1 << 20;
@@ -667,6 +696,22 @@ mod tests {
             let most = chunks.iter().map(|c| c.text.capacity()).max().unwrap_or(0);
             assert!(most < 5 * MAX_LINE, "a chunk held {most} bytes");
         }
+    }
+
+    #[test]
+    fn a_bounded_line_reader_skips_what_is_past_the_limit() {
+        let mut text = b"one\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', MAX_LINE + 1));
+        text.extend_from_slice(b"\n");
+        text.extend(std::iter::repeat_n(b'y', MAX_LINE));
+        text.extend_from_slice(b"\nlast");
+        let mut reader = std::io::BufReader::new(&text[..]);
+        let mut line = Vec::new();
+        let mut got = Vec::new();
+        while let Some(whole) = read_bounded_line(&mut reader, &mut line).unwrap() {
+            got.push((whole, line.len()));
+        }
+        assert_eq!(got, [(true, 3), (false, 0), (true, MAX_LINE), (true, 4)]);
     }
 
     #[test]
