@@ -259,39 +259,17 @@ CS_FN u32 eth_recover(const u8* b, u64 len, bool in_batch, const u32* gtab, apt&
 // words each).
 #define ETH_OUT_ROWS 22
 
-// Records are bytes[offsets[i], offsets[i + 1]) for i < count (count + 1 offsets); `bytes` is
-// 4-byte aligned and readable up to the 4-byte word holding its last byte.
-//
-// A block's records lie back to back, so the block first copies them into shared memory
-// together, 4-byte words with consecutive threads on consecutive words (coalesced), and each
-// thread then parses its record there: read from global memory a thread at a time, each of the
-// ~150 bytes of a record is a load of its own, the loads of a warp's threads 150 bytes apart.
-// `staged_bytes` is the dynamic shared memory the launch gave (the host sizes it for the chunk's
-// largest block, up to 48 KB); a block whose records need more reads them from global memory.
+// Records are bytes[offsets[i], offsets[i + 1]) for i < count (count + 1 offsets).
 extern "C" __global__ void cs_ethtx_parse(const u8* __restrict__ bytes,
                                           const u64* __restrict__ offsets, u32 count,
                                           u32* __restrict__ rec, u32* __restrict__ out,
-                                          u32 stride, u32 staged_bytes) {
-  extern __shared__ u32 stage[];
-  const u32 first = blockIdx.x * blockDim.x;
-  const u32 last = min(first + blockDim.x, count);
-  const u64 lo = offsets[first], hi = offsets[last];
-  const u64 w0 = lo >> 2, w1 = (hi + 3) >> 2;
-  const bool staged = hi >= lo && (w1 - w0) * 4 <= staged_bytes;
-  if (staged) {
-    const u32* words = reinterpret_cast<const u32*>(bytes);
-    for (u64 w = w0 + threadIdx.x; w < w1; w += blockDim.x) stage[w - w0] = words[w];
-  }
-  __syncthreads();
-  const u32 i = first + threadIdx.x;
+                                          u32 stride) {
+  const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const u64 start = offsets[i], end = offsets[i + 1];
   const u64 len = end >= start ? end - start : ~0ull;  // reversed offsets: refused as too long
-  const bool in_stage = staged && start >= lo && end <= hi && end >= start;
-  const u8* record =
-      in_stage ? reinterpret_cast<const u8*>(stage) + (start - 4 * w0) : bytes + start;
   eth_sig sig;
-  const u32 fault = eth_parse(record, len, sig);
+  const u32 fault = eth_parse(bytes + start, len, sig);
   const bool ok = fault == ETH_OK;
 #pragma unroll
   for (int k = 0; k < 8; k++) {

@@ -34,17 +34,8 @@ pub(crate) struct EthtxKernel {
     address: CudaFunction,
 }
 
-/// Threads per block of the address kernel (one record each, no shared work).
+/// Threads per block of the parse and address kernels (one record each, no shared work).
 const BLOCK: u32 = 256;
-
-/// Threads per block of the parse kernel, whose block stages its records' bytes in shared
-/// memory first: 128 records of mainnet's sizes (a few hundred bytes) fit the 48 KB a block may
-/// have without asking the driver for more.
-const PARSE_BLOCK: u32 = 128;
-
-/// The most shared memory a parse block is given; a block whose records need more reads them
-/// from global memory (kernels/ethtx.cuh).
-const MAX_STAGED_BYTES: usize = 48 * 1024;
 
 /// Transactions of the start-up check: legacy with EIP-155 (the example of EIP-155 itself), and
 /// it cut short, with a byte flipped and with its v out of range, so that a sender and three
@@ -234,7 +225,6 @@ fn launch_chunk(
     let (prec, pfound, pout) = (slot.dev_in.ptr(), slot.dev_out.ptr(), slot.dev_keys.ptr());
     let pkeys = pout + (KEY_ROW * n * 4) as u64;
     let gtab = secp.gtab.ptr();
-    let staged_bytes = staged_bytes(txs, PARSE_BLOCK as usize) as u32;
     let mut parse = slot.stream.launch_builder(&kernels.parse);
     parse
         .arg(&pbytes)
@@ -242,8 +232,7 @@ fn launch_chunk(
         .arg(&count)
         .arg(&prec)
         .arg(&pout)
-        .arg(&stride)
-        .arg(&staged_bytes);
+        .arg(&stride);
     let mut recover = slot.stream.launch_builder(&secp.recover.func);
     recover
         .arg(&prec)
@@ -260,10 +249,7 @@ fn launch_chunk(
     // (dev_keys, and pin_keys for the copy out, which harvest reads after the event).
     unsafe {
         parse
-            .launch(LaunchConfig {
-                shared_mem_bytes: staged_bytes,
-                ..grid(n, PARSE_BLOCK)
-            })
+            .launch(grid(n, BLOCK))
             .map_err(|e| device_err("kernel launch (ethtx parse)", e))?;
         recover
             .launch(recover_cfg)
@@ -279,47 +265,11 @@ fn launch_chunk(
     Ok(())
 }
 
-/// The shared memory the parse kernel's blocks of `block` records need to stage their bytes (the
-/// 4-byte words spanning them, the bytes staged back to back from a 4-byte boundary), for the
-/// chunk's largest block, at most [`MAX_STAGED_BYTES`].
-fn staged_bytes(txs: &[&[u8]], block: usize) -> usize {
-    let mut most = 0;
-    let mut at = 0usize;
-    for records in txs.chunks(block) {
-        let end = at + records.iter().map(|tx| tx.len()).sum::<usize>();
-        most = most.max(4 * (end.div_ceil(4) - at / 4));
-        at = end;
-    }
-    most.min(MAX_STAGED_BYTES)
-}
-
 /// One thread a record, in blocks of `block`.
 fn grid(n: usize, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((n as u32).div_ceil(block), 1, 1),
         block_dim: (block, 1, 1),
         shared_mem_bytes: 0,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::staged_bytes;
-
-    #[test]
-    fn a_parse_block_is_given_the_words_spanning_its_largest_block() {
-        let bytes = [vec![0u8; 5], vec![0; 3], vec![0; 4], vec![0; 10]];
-        let txs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-        // Blocks of two: bytes [0, 8) in 2 words, then [8, 22) in words 2..6.
-        assert_eq!(staged_bytes(&txs, 2), 16);
-        // Unaligned: [0, 7) in 2 words, [7, 16) in words 1..4.
-        let bytes = [vec![0u8; 1], vec![0; 6], vec![0; 7], vec![0; 2]];
-        let txs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-        assert_eq!(staged_bytes(&txs, 2), 12);
-        assert_eq!(staged_bytes(&txs, 4), 16);
-        // Capped: larger blocks read from global memory.
-        let big = vec![0u8; 100_000];
-        assert_eq!(staged_bytes(&[&big[..]], 128), super::MAX_STAGED_BYTES);
-        assert_eq!(staged_bytes(&[], 128), 0);
     }
 }
