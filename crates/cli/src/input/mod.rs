@@ -80,8 +80,6 @@ pub struct TextChunk {
     /// whose reader does not know how many lines come before it.
     first: u64,
     text: Vec<u8>,
-    /// Where the first line starts in `text` (bytes before it belong to an earlier line).
-    skip: usize,
     /// `ends[k]`: where line k ends in `text`, its newline included; it starts where line k − 1
     /// ends.
     ends: Vec<usize>,
@@ -139,7 +137,6 @@ impl TextChunk {
         TextChunk {
             first,
             text,
-            skip: 0,
             ends: Vec::new(),
             too_long: Vec::new(),
             pool: None,
@@ -149,7 +146,7 @@ impl TextChunk {
     /// Where line `k` starts in `text`.
     fn start(&self, k: usize) -> usize {
         if k == 0 {
-            self.skip
+            0
         } else {
             self.ends[k - 1]
         }
@@ -157,7 +154,7 @@ impl TextChunk {
 
     /// Where the text after the last line starts (a line still being read).
     fn tail(&self) -> usize {
-        self.ends.last().copied().unwrap_or(self.skip)
+        self.ends.last().copied().unwrap_or(0)
     }
 
     /// Ends a line at `end` (its newline, if any, at `end - 1`), marking it too long when its
@@ -210,13 +207,13 @@ impl TextChunk {
 
     /// Bytes of input the chunk holds.
     pub fn bytes(&self) -> usize {
-        self.text.len() - self.skip
+        self.text.len()
     }
 
     /// Appends the lines of `next`, which follow these in the input.
     fn append(&mut self, next: TextChunk) {
-        let (base, lines) = (self.text.len() - next.skip, self.ends.len());
-        self.text.extend_from_slice(&next.text[next.skip..]);
+        let (base, lines) = (self.text.len(), self.ends.len());
+        self.text.extend_from_slice(&next.text);
         self.ends.extend(next.ends.iter().map(|e| e + base));
         self.too_long
             .extend(next.too_long.iter().map(|k| k + lines));
