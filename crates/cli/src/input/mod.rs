@@ -29,8 +29,8 @@ use std::sync::{Arc, Mutex};
 /// Why a line is not text.
 pub const NOT_UTF8: &str = "line is not valid UTF-8";
 
-/// The longest line read, in bytes before its newline (a carriage return counts): 16 MiB, room for a message of
-/// several MB in hex, while a file with no newline cannot fill the memory.
+/// The longest line read, in bytes before its newline (a carriage return counts): 16 MiB, room
+/// for a message of several MB in hex, while a file with no newline cannot fill the memory.
 pub const MAX_LINE: usize = 16 << 20;
 
 /// Why a line longer than [`MAX_LINE`] has no text.
@@ -244,20 +244,41 @@ impl TextChunk {
 
 /// An opened input and how to cut it into chunks.
 pub struct Input {
-    reader: Box<dyn Read + Send>,
+    source: Source,
     /// Not a regular file: input may arrive slowly, so chunks are cut when none is waiting.
     streaming: bool,
-    /// A regular file named by path (read from its start), which [`ranges`] may read in
-    /// parallel instead.
-    file: Option<std::fs::File>,
+}
+
+/// What an input reads from.
+enum Source {
+    /// A regular file named by path, read from its start: [`ranges`] may read it in parallel.
+    File(std::fs::File),
+    /// Anything else (standard input, a pipe, a device), read in order.
+    Reader(Box<dyn Read + Send>),
 }
 
 impl Input {
+    /// An input read in order from `reader`; `streaming` when input may arrive slowly.
+    fn from_reader(reader: impl Read + Send + 'static, streaming: bool) -> Input {
+        Input {
+            source: Source::Reader(Box::new(reader)),
+            streaming,
+        }
+    }
+
     /// The regular file behind the input, when it was named by path: it can be read by range.
     pub fn into_file(self) -> Result<std::fs::File, Input> {
-        match self.file {
-            Some(file) => Ok(file),
-            None => Err(self),
+        match self.source {
+            Source::File(file) => Ok(file),
+            Source::Reader(_) => Err(self),
+        }
+    }
+
+    /// The input as one reader, read in order.
+    fn into_reader(self) -> Box<dyn Read + Send> {
+        match self.source {
+            Source::File(file) => Box::new(file),
+            Source::Reader(reader) => reader,
         }
     }
 }
@@ -270,23 +291,20 @@ pub fn open(path: Option<&Path>) -> anyhow::Result<Input> {
         Some(p) => {
             let file =
                 std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()))?;
-            let streaming = !file.metadata().is_ok_and(|m| m.is_file());
-            let ranged = (!streaming).then(|| file.try_clone()).transpose()?;
-            Ok(Input {
-                reader: Box::new(file),
-                streaming,
-                file: ranged,
+            Ok(if file.metadata().is_ok_and(|m| m.is_file()) {
+                Input {
+                    source: Source::File(file),
+                    streaming: false,
+                }
+            } else {
+                Input::from_reader(file, true)
             })
         }
     }
 }
 
 fn stdin() -> Input {
-    Input {
-        reader: Box::new(std::io::stdin()),
-        streaming: !stdin_is_regular_file(),
-        file: None,
-    }
+    Input::from_reader(std::io::stdin(), !stdin_is_regular_file())
 }
 
 /// Whether standard input is redirected from a regular file (`< records.jsonl`).

@@ -4,11 +4,12 @@
 //! records/s, less than the GPU verifies).
 //!
 //! A line belongs to the range its first byte lies in. A thread looks for the first line start in
-//! its range (after the first newline from the byte before the range on, read a few KB at a time,
-//! so a range lying inside one long line is read past, not held), reads the range from there,
-//! cuts lines with `memchr`, and reads on past the range's end to finish its last line. So every line is read whole by exactly one thread, whatever the
-//! ranges' sizes, and a range lying inside one long line has no lines. A line longer than
-//! [`MAX_LINE`] running past its range is skipped as it is read, never held whole.
+//! its range (just after the first newline from the byte before the range on), reads the range
+//! from there, cuts lines with `memchr`, and reads on past the range's end to finish its last
+//! line. So every line is read whole by exactly one thread, whatever the ranges' sizes. Newlines
+//! are looked for a few KB at a time, so a range lying inside one long line is read past, not
+//! held, and has no lines; a line longer than [`MAX_LINE`] running past its range is skipped as
+//! it is read, never held whole.
 //!
 //! Ranges are numbered in file order as they are taken; their readers don't know how many lines
 //! come before them (their chunks' `first` is 0), so the consumer, who puts chunks back in order,
@@ -22,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Bytes first read when looking for a range's first line start (lines are usually far shorter).
+/// Bytes first read when looking for a newline (lines are usually far shorter).
 const PROBE: usize = 4 << 10;
 /// Bytes sampled from the file's start to estimate its bytes per line.
 const SAMPLE: usize = 4 << 20;
@@ -97,11 +98,12 @@ impl FileRanges {
 
     /// The lines starting in bytes `start..end`.
     fn read(&self, start: u64, end: u64) -> io::Result<TextChunk> {
+        // Line starts: the file's, and those just after a newline.
         let first = match start {
             0 => 0,
-            _ => match self.first_line_start(start, end)? {
-                Some(first) => first,
-                None => end,
+            _ => match self.find_newline(start - 1, end - 1)? {
+                Some(newline) => newline + 1,
+                None => return Ok(TextChunk::starting_at(0, Vec::new())),
             },
         };
         let mut text = self.buffers.take((end - first) as usize + READ_BLOCK);
@@ -120,19 +122,17 @@ impl FileRanges {
         Ok(chunk)
     }
 
-    /// Where the first line starting in `start..end` (start > 0) starts: just after the first
-    /// newline at or after byte `start - 1`, found reading a few KB at a time (more while none
-    /// turns up); `None` when no line starts in the range.
-    fn first_line_start(&self, start: u64, end: u64) -> io::Result<Option<u64>> {
+    /// Where the first newline in bytes `from..to` is, read without keeping them: a few KB first
+    /// (lines are usually far shorter), twice as many each time none turns up, up to a block.
+    fn find_newline(&self, mut from: u64, to: u64) -> io::Result<Option<u64>> {
         let mut block = vec![0; PROBE];
-        let mut pos = start - 1;
-        while pos < end - 1 {
-            let want = (end - 1 - pos).min(block.len() as u64) as usize;
-            self.read_exact(&mut block[..want], pos)?;
+        while from < to {
+            let want = (to - from).min(block.len() as u64) as usize;
+            self.read_exact(&mut block[..want], from)?;
             if let Some(at) = memchr::memchr(b'\n', &block[..want]) {
-                return Ok(Some(pos + at as u64 + 1));
+                return Ok(Some(from + at as u64));
             }
-            pos += want as u64;
+            from += want as u64;
             if block.len() < READ_BLOCK {
                 block.resize(2 * block.len(), 0);
             }
@@ -145,8 +145,11 @@ impl FileRanges {
     fn finish_last_line(&self, chunk: &mut TextChunk, mut pos: u64) -> io::Result<()> {
         loop {
             if chunk.text.len() - chunk.tail() > MAX_LINE {
+                // Read past the rest of it, to its newline or the file's end, without keeping it.
                 chunk.text.truncate(chunk.tail());
-                return self.skip_line(chunk, pos);
+                self.find_newline(pos, self.len)?;
+                chunk.end_skipped_line();
+                return Ok(());
             }
             let want = (self.len - pos).min(READ_BLOCK as u64) as usize;
             if want == 0 {
@@ -163,22 +166,6 @@ impl FileRanges {
                 return Ok(());
             }
         }
-    }
-
-    /// Reads past a too-long line from `pos` to its newline (or the file's end) without keeping
-    /// it, and ends it in `chunk` as skipped.
-    fn skip_line(&self, chunk: &mut TextChunk, mut pos: u64) -> io::Result<()> {
-        let mut block = vec![0; READ_BLOCK];
-        while pos < self.len {
-            let want = (self.len - pos).min(READ_BLOCK as u64) as usize;
-            self.read_exact(&mut block[..want], pos)?;
-            if memchr::memchr(b'\n', &block[..want]).is_some() {
-                break;
-            }
-            pos += want as u64;
-        }
-        chunk.end_skipped_line();
-        Ok(())
     }
 
     /// Fills `buf` from byte `pos`; a file that shrank since it was opened is an error.
@@ -278,11 +265,7 @@ mod tests {
             if rng.gen_bool(0.5) {
                 text.extend_from_slice(b"no newline");
             }
-            let input = super::super::Input {
-                reader: Box::new(std::io::Cursor::new(text.clone())),
-                streaming: false,
-                file: None,
-            };
+            let input = super::super::Input::from_reader(std::io::Cursor::new(text.clone()), false);
             let want: Vec<Result<String, &str>> = super::super::text_chunks(input, 7)
                 .flat_map(|c| {
                     let c = c.expect("read");

@@ -48,7 +48,9 @@ pub fn text_chunks(input: Input, chunk: usize) -> TextChunks {
 /// The reader thread: reads `input` in blocks straight into the chunk being filled and queues its
 /// lines in chunks. A chunk's buffer is sized from the last full chunk's bytes, so that a chunk is
 /// read without the buffer growing (each growth copies what was read and touches new pages).
-fn read_chunks(mut input: Input, chunk: usize, shared: &Shared) {
+fn read_chunks(input: Input, chunk: usize, shared: &Shared) {
+    let streaming = input.streaming;
+    let mut reader = input.into_reader();
     let mut current = TextChunk::starting_at(1, Vec::with_capacity(2 * READ_BLOCK));
     current.pool = Some(Arc::new(Buffers::default()));
     // Bytes of the last full chunk, and a block to spare: the next chunk's room.
@@ -65,7 +67,7 @@ fn read_chunks(mut input: Input, chunk: usize, shared: &Shared) {
         // The read goes into the buffer's spare room, zeroed once when the room is first used
         // (a read may not be handed uninitialised memory).
         current.text.resize(scan_from + READ_BLOCK, 0);
-        let n = match input.reader.read(&mut current.text[scan_from..]) {
+        let n = match reader.read(&mut current.text[scan_from..]) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                 current.text.truncate(scan_from);
@@ -129,7 +131,7 @@ fn read_chunks(mut input: Input, chunk: usize, shared: &Shared) {
         }
         // Every whole line read so far is queued before the next read, which may wait for the
         // producer: from a pipe, a line is answered as soon as it has arrived.
-        if input.streaming && !current.is_empty() {
+        if streaming && !current.is_empty() {
             let next = current.split_after_last_line();
             busy += started.elapsed();
             if !push(shared, std::mem::replace(&mut current, next), chunk, busy) {
@@ -242,11 +244,7 @@ mod tests {
     }
 
     fn lines_of(text: &'static str, streaming: bool, chunk: usize) -> Vec<Vec<Line>> {
-        let input = Input {
-            reader: Box::new(text.as_bytes()),
-            streaming,
-            file: None,
-        };
+        let input = Input::from_reader(text.as_bytes(), streaming);
         chunks(input, chunk).map(|c| c.unwrap()).collect()
     }
 
@@ -262,11 +260,7 @@ mod tests {
 
     #[test]
     fn bad_utf8_is_a_line_error_and_reading_goes_on() {
-        let input = Input {
-            reader: Box::new(&b"ok\n\xff\xfe\nok\n"[..]),
-            streaming: true,
-            file: None,
-        };
+        let input = Input::from_reader(&b"ok\n\xff\xfe\nok\n"[..], true);
         let all: Vec<Line> = chunks(input, 10).flat_map(|c| c.unwrap()).collect();
         assert_eq!(all.len(), 3);
         assert!(all[1].1.is_err());
@@ -303,11 +297,7 @@ mod tests {
         let text = "first\r\n\nthird line\nfour\nfifth, no newline";
         for piece in [1, 2, 3, 7, 100] {
             for (streaming, chunk) in [(false, 2), (false, 100), (true, 2), (true, 100)] {
-                let input = Input {
-                    reader: Box::new(Trickle(text.as_bytes(), piece)),
-                    streaming,
-                    file: None,
-                };
+                let input = Input::from_reader(Trickle(text.as_bytes(), piece), streaming);
                 let chunks: Vec<TextChunk> =
                     text_chunks(input, chunk).map(Result::unwrap).collect();
                 assert!(chunks.iter().all(|c| !c.is_empty() && c.len() <= chunk));
@@ -368,15 +358,14 @@ mod tests {
             (READ_BLOCK / 3 + 1, false, 2),
             (READ_BLOCK / 3 + 1, true, 100),
         ] {
-            let input = Input {
-                reader: Box::new(Long {
+            let input = Input::from_reader(
+                Long {
                     text: text.clone(),
                     at: 0,
                     piece,
-                }),
+                },
                 streaming,
-                file: None,
-            };
+            );
             let chunks: Vec<TextChunk> = text_chunks(input, chunk).map(Result::unwrap).collect();
             let lines: Vec<(u64, Result<&str, &str>)> = chunks
                 .iter()
@@ -402,11 +391,7 @@ mod tests {
 
     #[test]
     fn a_read_error_comes_after_the_lines_before_it() {
-        let input = Input {
-            reader: Box::new(FailsAfter(b"one\ntwo\n")),
-            streaming: false,
-            file: None,
-        };
+        let input = Input::from_reader(FailsAfter(b"one\ntwo\n"), false);
         let out: Vec<_> = chunks(input, 100).collect();
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].as_ref().unwrap().len(), 2);
