@@ -8,15 +8,39 @@
 //! been written; the answers after it are dropped.
 
 use std::collections::HashMap;
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
+
+/// Chunks read in order by whichever worker asks next, each numbered as it is taken: the
+/// source of [`run`] for an input read one chunk after another.
+pub struct Sequenced<I>(Mutex<(u64, I)>);
+
+impl<I: Iterator> Sequenced<I> {
+    pub fn new(chunks: I) -> Self {
+        Sequenced(Mutex::new((0, chunks)))
+    }
+
+    /// The next chunk and its number, taken together.
+    pub fn next(&self) -> Option<(u64, I::Item)> {
+        let mut guard = self.0.lock().ok()?;
+        let (seq, chunks) = &mut *guard;
+        let chunk = chunks.next()?;
+        *seq += 1;
+        Some((*seq - 1, chunk))
+    }
+
+    /// What `look` finds in the chunks' source.
+    pub fn inspect<T: Default>(&self, look: impl FnOnce(&I) -> T) -> T {
+        self.0.lock().map(|g| look(&g.1)).unwrap_or_default()
+    }
+}
 
 /// Runs `workers` threads that each take the next chunk (`next`: its sequence number, counting
-/// from 0 in input order, and the chunk) and `work` it; `write` gets the answers in sequence
-/// order. Returns the first error, a worker's or the writer's, once the answers before it are
-/// written.
+/// from 0 in input order, and the chunk or the error reading it) and `work` it; `write` gets the
+/// answers in sequence order. Returns the first error, a read error, a worker's or the writer's,
+/// once the answers before it are written.
 pub fn run<C, A>(
     workers: usize,
-    next: impl Fn() -> Option<(u64, anyhow::Result<C>)> + Sync,
+    next: impl Fn() -> Option<(u64, std::io::Result<C>)> + Sync,
     work: impl Fn(C) -> anyhow::Result<A> + Sync,
     mut write: impl FnMut(A) -> anyhow::Result<()>,
 ) -> anyhow::Result<()>
@@ -30,7 +54,9 @@ where
             let (next, work) = (&next, &work);
             scope.spawn(move || loop {
                 let Some((seq, chunk)) = next() else { return };
-                let answer = chunk.and_then(work);
+                let answer = chunk
+                    .map_err(|e| anyhow::Error::new(e).context("reading input"))
+                    .and_then(work);
                 let failed = answer.is_err();
                 if tx.send((seq, answer)).is_err() || failed {
                     return;

@@ -8,6 +8,7 @@
 //! blob transaction with its sidecar) is recovered by the CPU path.
 
 use crate::input::TextChunk;
+use crate::ordered::Sequenced;
 use crate::{backends, input};
 use anyhow::Context;
 use chainsig_core::record::parse_recover_line;
@@ -19,7 +20,6 @@ use rayon::prelude::*;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
 
 #[derive(clap::Args)]
 pub struct RecoverArgs {
@@ -58,22 +58,13 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
         let input = std::io::BufReader::with_capacity(1 << 20, open_raw(args.file.as_deref())?);
         recover_raw_frames(&registry, &args.backend, input, &mut out, &mut tally)?;
     } else {
-        let chunks = Mutex::new((
-            0u64,
-            input::text_chunks(input::open(args.file.as_deref())?, 1 << 16),
+        let chunks = Sequenced::new(input::text_chunks(
+            input::open(args.file.as_deref())?,
+            1 << 16,
         ));
         crate::ordered::run(
             WORKERS,
-            || {
-                let mut guard = chunks.lock().ok()?;
-                let (seq, chunks) = &mut *guard;
-                let chunk = chunks.next()?;
-                *seq += 1;
-                Some((
-                    *seq - 1,
-                    chunk.map_err(|e| anyhow::Error::new(e).context("reading input")),
-                ))
-            },
+            || chunks.next(),
             |chunk| answer_json_chunk(&registry, &args.backend, &chunk),
             |answer| tally.write(&mut out, answer),
         )?;
@@ -100,29 +91,23 @@ pub(crate) fn recover_raw_frames(
     out: &mut impl Write,
     tally: &mut Tally,
 ) -> anyhow::Result<()> {
-    // The chunk read and its number, taken together; bytes of the last chunk, the next one's room.
-    let frames = Mutex::new((0u64, FrameReader::new(input), 0usize));
+    // Chunks until the input ends (or fails to read); each made with room for the last one's
+    // bytes.
+    let mut frames = FrameReader::new(input);
+    let mut room = 0;
+    let chunks = Sequenced::new(std::iter::from_fn(move || {
+        match frames.chunk(RAW_CHUNK, room) {
+            Ok(chunk) if chunk.is_empty() => None,
+            Ok(chunk) => {
+                room = chunk.bytes();
+                Some(Ok(chunk))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }));
     crate::ordered::run(
         WORKERS,
-        || {
-            let mut guard = frames.lock().ok()?;
-            let (seq, reader, room) = &mut *guard;
-            match reader.chunk(RAW_CHUNK, *room) {
-                Ok(chunk) if chunk.is_empty() => None,
-                Ok(chunk) => {
-                    *room = chunk.bytes();
-                    *seq += 1;
-                    Some((*seq - 1, Ok(chunk)))
-                }
-                Err(e) => {
-                    *seq += 1;
-                    Some((
-                        *seq - 1,
-                        Err(anyhow::Error::new(e).context("reading input")),
-                    ))
-                }
-            }
-        },
+        || chunks.next(),
         |chunk| answer_raw_chunk(registry, backend, &chunk),
         |answer| tally.write(out, answer),
     )
@@ -151,25 +136,17 @@ pub(crate) fn answer_raw_chunk(
             results[k] = Some(result);
         }
     }
-    let lines: Vec<(String, bool)> = results
-        .par_iter()
-        .enumerate()
-        .with_min_len(1024)
-        .map(|(k, result)| {
-            let index = chunk.first + k as u64;
-            let result = match (result, chunk.record(k)) {
-                (Some(Ok(found)), _) => Ok(found),
-                (Some(Err(e)), _) => Err(e.to_string()),
-                (None, Err(e)) => Err(e.to_string()),
-                (None, Ok(_)) => Err("no answer for this transaction".to_string()),
-            };
-            let failed = result.is_err();
-            (answer_line("record", index, result), failed)
-        })
-        .collect();
-    let failed = lines.iter().filter(|(_, failed)| *failed).count() as u64;
+    let (lines, failed) = answer_lines(chunk.len(), "record", |k| {
+        let result = match (results[k], chunk.record(k)) {
+            (Some(Ok(found)), _) => Ok(found),
+            (Some(Err(e)), _) => Err(e.to_string()),
+            (None, Err(e)) => Err(e.to_string()),
+            (None, Ok(_)) => Err("no answer for this transaction".to_string()),
+        };
+        (chunk.first + k as u64, result)
+    });
     Ok(ChunkAnswer {
-        lines: lines.into_iter().map(|(line, _)| line).collect(),
+        lines,
         failed,
         device: recovered.as_ref().and_then(|r| r.device.clone()),
         disagreements: recovered.map_or(0, |r| r.disagreements),
@@ -192,24 +169,36 @@ fn answer_json_chunk(
         .collect();
     let outcome = recover_records(registry, backend, records)
         .with_context(|| format!("--backend {backend}"))?;
-    let lines: Vec<(String, bool)> = outcome
-        .results
-        .par_iter()
-        .enumerate()
-        .with_min_len(1024)
-        .map(|(k, result)| {
-            let result = result.as_ref().map_err(ToString::to_string);
-            let failed = result.is_err();
-            (answer_line("line", chunk.number(k), result), failed)
-        })
-        .collect();
-    let failed = lines.iter().filter(|(_, failed)| *failed).count() as u64;
+    let (lines, failed) = answer_lines(chunk.len(), "line", |k| {
+        let result = outcome.results[k].as_ref().map_err(ToString::to_string);
+        (chunk.number(k), result)
+    });
     Ok(ChunkAnswer {
-        lines: lines.into_iter().map(|(line, _)| line).collect(),
+        lines,
         failed,
         device: outcome.transactions.map(|(device, _)| device),
         disagreements: outcome.disagreements,
     })
+}
+
+/// The answer lines of records `0..count`, formatted on every core (`answer(k)`: record k's
+/// number and its signer or error), and how many are errors.
+fn answer_lines<'a>(
+    count: usize,
+    key: &str,
+    answer: impl Fn(usize) -> (u64, Result<&'a Recovered, String>) + Sync,
+) -> (Vec<String>, u64) {
+    let lines: Vec<(String, bool)> = (0..count)
+        .into_par_iter()
+        .with_min_len(1024)
+        .map(|k| {
+            let (at, result) = answer(k);
+            let failed = result.is_err();
+            (answer_line(key, at, result), failed)
+        })
+        .collect();
+    let failed = lines.iter().filter(|(_, failed)| *failed).count() as u64;
+    (lines.into_iter().map(|(line, _)| line).collect(), failed)
 }
 
 /// One answer line, `{"<key>": at, "address", "pubkey"}` or `{"<key>": at, "error"}` (keys in
@@ -232,12 +221,12 @@ fn answer_line(key: &str, at: u64, result: Result<&Recovered, String>) -> String
 /// Records answered and refused so far, and where the raw transactions went.
 #[derive(Default)]
 pub(crate) struct Tally {
-    pub(crate) total: u64,
-    pub(crate) failed: u64,
+    total: u64,
+    failed: u64,
     /// The device that decoded raw transactions, if one did.
-    pub(crate) device: Option<String>,
+    device: Option<String>,
     /// Transactions the device refused for another cause than the CPU path's.
-    pub(crate) disagreements: u64,
+    disagreements: u64,
     /// When reading began (backends already started), for the rate in the summary.
     started: Option<std::time::Instant>,
 }

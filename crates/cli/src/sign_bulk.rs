@@ -133,7 +133,7 @@ fn sign_input(
     mut out: Box<dyn Write>,
 ) -> anyhow::Result<ExitCode> {
     use rayon::prelude::*;
-    let (reader, size): (Box<dyn BufRead>, Option<u64>) = match &args.input {
+    let (mut reader, size): (Box<dyn BufRead>, Option<u64>) = match &args.input {
         None => (Box::new(BufReader::new(io::stdin().lock())), None),
         Some(p) if p == Path::new("-") => (Box::new(BufReader::new(io::stdin().lock())), None),
         Some(p) => {
@@ -145,7 +145,6 @@ fn sign_input(
     let bar = progress_bar(size);
     let started = std::time::Instant::now();
     let mut book = NonceBook::starting_at(args.first_nonce);
-    let mut reader = reader;
     let (mut line_number, mut signed_count, mut failed, mut bytes_read) =
         (0usize, 0u64, 0u64, 0u64);
     loop {

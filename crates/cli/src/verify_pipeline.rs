@@ -19,6 +19,7 @@
 
 use crate::input::ranges::FileRanges;
 use crate::input::{Input, TextChunk, TextChunks};
+use crate::ordered::Sequenced;
 use chainsig_core::record::{parse_verify_line, VerifyDefaults, VerifyRecord};
 use chainsig_core::{RecordError, Registry};
 use chainsig_cpu::pipeline::{prepare_records, Verdict};
@@ -26,7 +27,6 @@ use chainsig_cpu::prepare::Preparer;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Chunks in hand at once: one on the backend while the others are read, parsed and prepared.
@@ -100,14 +100,14 @@ struct Answer {
 /// the chunks of the reader thread.
 enum Source {
     Ranges(FileRanges),
-    Reader(Mutex<(u64, TextChunks)>),
+    Reader(Sequenced<TextChunks>),
 }
 
 impl Source {
     fn new(input: Input, chunk: usize) -> std::io::Result<Self> {
         Ok(match input.into_file() {
             Ok(file) => Source::Ranges(FileRanges::new(file, chunk)?),
-            Err(input) => Source::Reader(Mutex::new((0, crate::input::text_chunks(input, chunk)))),
+            Err(input) => Source::Reader(Sequenced::new(crate::input::text_chunks(input, chunk))),
         })
     }
 
@@ -115,20 +115,14 @@ impl Source {
     fn next(&self) -> Option<(u64, std::io::Result<TextChunk>)> {
         match self {
             Source::Ranges(ranges) => ranges.next(),
-            Source::Reader(reader) => {
-                let mut guard = reader.lock().ok()?;
-                let (seq, chunks) = &mut *guard;
-                let next = chunks.next()?;
-                *seq += 1;
-                Some((*seq - 1, next))
-            }
+            Source::Reader(reader) => reader.next(),
         }
     }
 
     fn read_time(&self) -> Duration {
         match self {
             Source::Ranges(ranges) => ranges.read_time(),
-            Source::Reader(reader) => reader.lock().map(|g| g.1.read_time()).unwrap_or_default(),
+            Source::Reader(reader) => reader.inspect(TextChunks::read_time),
         }
     }
 }
@@ -150,14 +144,7 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
     };
     crate::ordered::run(
         WORKERS,
-        || {
-            source.next().map(|(seq, chunk)| {
-                (
-                    seq,
-                    chunk.map_err(|e| anyhow::Error::new(e).context("reading input")),
-                )
-            })
-        },
+        || source.next(),
         |chunk| answer(opts, &preparer, &chunk),
         |answer| writer.write(answer),
     )?;
