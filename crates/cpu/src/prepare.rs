@@ -23,7 +23,7 @@ use std::sync::Mutex;
 pub type AffineKey = ([u8; 32], [u8; 32]);
 
 /// Decodes a SEC1 key of `alg` into affine (x, y), big-endian.
-pub fn decode_pubkey(alg: Algorithm, sec1: &[u8]) -> Result<([u8; 32], [u8; 32]), RecordError> {
+pub fn decode_pubkey(alg: Algorithm, sec1: &[u8]) -> Result<AffineKey, RecordError> {
     let uncompressed: [u8; 65] = match alg {
         Algorithm::Sm2 => chainsig_weierstrass::PublicKey::from_sec1(sec1)
             .map_err(|e| RecordError::new("pubkey", e.to_string()))?

@@ -12,7 +12,6 @@
 use super::field::splat;
 use super::modulus::{be_from_radix52, radix52_from_be, sqrt_exponent, LIMBS};
 use super::point::{curve_rhs, Fp, LaneCurve};
-use super::verify::in_range;
 use core::arch::x86_64::*;
 
 /// The y of up to eight compressed keys (prefix byte, then x big-endian), y[l] for key l; `None`
@@ -23,7 +22,8 @@ pub(crate) fn decompress_group<C: LaneCurve>(keys: &[[u8; 33]]) -> [Option<[u8; 
     let (mut ok, mut odd) = (0u8, 0u8);
     for (lane, key) in keys.iter().enumerate().take(8) {
         let x: &[u8; 32] = key[1..].try_into().expect("33 bytes");
-        if matches!(key[0], 2 | 3) && in_range_or_zero(x, &C::PARAMS.p) {
+        // x < p, as big-endian byte strings compare (zero is a coordinate like any other).
+        if matches!(key[0], 2 | 3) && x < &C::PARAMS.p {
             xs[lane] = radix52_from_be(x);
             ok |= 1 << lane;
             odd |= (key[0] & 1) << lane;
@@ -44,9 +44,4 @@ pub(crate) fn decompress_group<C: LaneCurve>(keys: &[[u8; 33]]) -> [Option<[u8; 
     core::array::from_fn(|lane| {
         (lane < keys.len() && ok >> lane & 1 == 1).then(|| be_from_radix52(&y[lane]))
     })
-}
-
-/// 0 ≤ x < p (a zero x is a coordinate like any other; `in_range` asks for [1, p)).
-fn in_range_or_zero(x: &[u8; 32], p: &[u8; 32]) -> bool {
-    x.iter().all(|&b| b == 0) || in_range(x, p)
 }
