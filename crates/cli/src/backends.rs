@@ -77,7 +77,7 @@ pub fn with_signers(requested: &str, signers: &[SignerKey]) -> anyhow::Result<Re
 /// line and why its key was refused.
 pub fn read_signer_keys(path: &Path) -> anyhow::Result<Vec<SignerKey>> {
     let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--signers: cannot read {}", path.display()))?;
+        .with_context(|| format!("--signers: cannot read {}", crate::input::shown(path)))?;
     parse_signer_keys(&text).map_err(|e| anyhow::anyhow!("--signers {}: {e}", path.display()))
 }
 

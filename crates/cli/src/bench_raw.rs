@@ -22,11 +22,8 @@ use std::time::Instant;
 
 /// Runs both measurements on `path` and prints them.
 pub fn run(registry: &Registry, backend: &str, path: &Path, repeats: usize) -> anyhow::Result<()> {
-    let open = || {
-        std::fs::File::open(path)
-            .map(|f| std::io::BufReader::with_capacity(1 << 20, f))
-            .with_context(|| format!("cannot read {}", path.display()))
-    };
+    let open =
+        || crate::input::open_file(path).map(|f| std::io::BufReader::with_capacity(1 << 20, f));
     // The whole file as one chunk, and the lines its answers make.
     let whole = FrameReader::new(open()?)
         .chunk(usize::MAX, 0)
@@ -34,7 +31,7 @@ pub fn run(registry: &Registry, backend: &str, path: &Path, repeats: usize) -> a
     anyhow::ensure!(
         !whole.is_empty(),
         "{}: no records in the file: nothing was timed",
-        path.display()
+        crate::input::shown(path)
     );
     let expected = answer_raw_chunk(registry, backend, &whole)?;
     let mut expected_bytes = Vec::new();
@@ -45,6 +42,13 @@ pub fn run(registry: &Registry, backend: &str, path: &Path, repeats: usize) -> a
     let txs: Vec<&[u8]> = (0..whole.len())
         .filter_map(|k| whole.record(k).ok())
         .collect();
+    // The backend alone would time nothing and report 0 records/s as if it had measured it.
+    anyhow::ensure!(
+        !txs.is_empty(),
+        "{}: none of its {} records could be framed: nothing was timed",
+        crate::input::shown(path),
+        whole.len()
+    );
     let mut engine = Vec::new();
     let mut device = None;
     for run in 0..=repeats.max(1) {
@@ -79,7 +83,7 @@ pub fn run(registry: &Registry, backend: &str, path: &Path, repeats: usize) -> a
         "{records} records ({} senders, {} errors) from {}; recovered on {}; median of {} runs",
         records as u64 - expected.failed,
         expected.failed,
-        path.display(),
+        crate::input::shown(path),
         device.as_deref().unwrap_or("the host's cores"),
         repeats.max(1)
     );

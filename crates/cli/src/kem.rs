@@ -76,7 +76,7 @@ pub fn run(cmd: KemCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         KemCommand::Kat { params, file } => {
             let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
+                .with_context(|| format!("cannot read {}", crate::input::shown(&file)))?;
             let records = parse_rsp(&text).with_context(|| format!("{}", file.display()))?;
             // A check that checked nothing must not pass.
             anyhow::ensure!(
@@ -120,7 +120,7 @@ pub fn run(cmd: KemCommand) -> anyhow::Result<ExitCode> {
             ct,
         } => {
             let text = std::fs::read_to_string(&sk_file)
-                .with_context(|| format!("cannot read {}", sk_file.display()))?;
+                .with_context(|| format!("cannot read {}", crate::input::shown(&sk_file)))?;
             let sk = SecretKey::from_bytes(params, &Zeroizing::new(from_hex("sk", &text)?))?;
             let ct = Ciphertext::from_bytes(params, &from_hex("ct", &ct)?)?;
             let ss = decaps(&sk, &ct)?;

@@ -111,6 +111,6 @@ pub fn read_secret_text(path: &Path, what: &str) -> anyhow::Result<Zeroizing<Str
     let mut text = Zeroizing::new(String::new());
     File::open(path)
         .and_then(|mut f| f.read_to_string(&mut text))
-        .with_context(|| format!("{what}: cannot read {}", path.display()))?;
+        .with_context(|| format!("{what}: cannot read {}", crate::input::shown(path)))?;
     Ok(text)
 }

@@ -282,9 +282,7 @@ impl Tally {
 /// The `--raw` input: `path`, or standard input for none or `-`.
 fn open_raw(path: Option<&Path>) -> anyhow::Result<Box<dyn Read + Send>> {
     match path {
-        Some(p) if p != Path::new("-") => Ok(Box::new(
-            std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()))?,
-        )),
+        Some(p) if p != Path::new("-") => Ok(Box::new(input::open_file(p)?)),
         _ => Ok(Box::new(std::io::stdin())),
     }
 }

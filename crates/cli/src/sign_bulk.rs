@@ -137,7 +137,7 @@ fn sign_input(
         None => (Box::new(BufReader::new(io::stdin().lock())), None),
         Some(p) if p == Path::new("-") => (Box::new(BufReader::new(io::stdin().lock())), None),
         Some(p) => {
-            let file = File::open(p).with_context(|| format!("cannot read {}", p.display()))?;
+            let file = crate::input::open_file(p)?;
             let size = file.metadata().ok().map(|m| m.len());
             (Box::new(BufReader::with_capacity(1 << 20, file)), size)
         }

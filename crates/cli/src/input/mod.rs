@@ -283,14 +283,24 @@ impl Input {
     }
 }
 
+/// `path` as an error message shows it: quoted, and cut after 80 characters
+/// (`chainsig_core::error::quote`), so that a path of any length makes a short message.
+pub fn shown(path: &Path) -> String {
+    chainsig_core::error::quote(&path.to_string_lossy())
+}
+
+/// Opens the file at `path` for reading; the error names it ([`shown`]).
+pub fn open_file(path: &Path) -> anyhow::Result<std::fs::File> {
+    std::fs::File::open(path).with_context(|| format!("cannot read {}", shown(path)))
+}
+
 /// Opens `path` (`-` or none for standard input).
 pub fn open(path: Option<&Path>) -> anyhow::Result<Input> {
     match path {
         None => Ok(stdin()),
         Some(p) if p == Path::new("-") => Ok(stdin()),
         Some(p) => {
-            let file =
-                std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()))?;
+            let file = open_file(p)?;
             Ok(if file.metadata().is_ok_and(|m| m.is_file()) {
                 Input {
                     source: Source::File(file),

@@ -177,4 +177,23 @@ fn bench_raw_times_the_user_path_beside_the_backend() {
     );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was timed"));
+    // Records none of which can be framed (a length prefix past the limit) time nothing either.
+    let unframed = dir.path("unframed.bin");
+    std::fs::write(&unframed, u32::MAX.to_le_bytes()).unwrap();
+    let out = chainsig(
+        &[
+            "bench",
+            "--raw",
+            unframed.to_str().unwrap(),
+            "--backend",
+            "cpu",
+        ],
+        "",
+    );
+    assert!(!out.status.success());
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        why.contains("none of its 1 records could be framed"),
+        "{why}"
+    );
 }
