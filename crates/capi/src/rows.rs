@@ -15,12 +15,14 @@
 //! ([`parse_rows`] signatures, [`parse_tx_rows`] transactions) and refuses the other kind as
 //! `CS_REC_ALGORITHM`.
 //!
-//! Written by hand: the format is ours (it is the C ABI), and the parser is a few bounds-checked
-//! slice reads; a serialisation crate would bring a format of its own.
+//! The format itself, its framing and the reading of one row are `chainsig_core::rows`', which
+//! `chainsig verify --rows` reads too; this module adds what is the C ABI's own: the constants
+//! under their C names (literals, for cbindgen, each checked against the core's at compile
+//! time), the buffer's call-level checks, and record codes.
 
 use crate::status::*;
-use chainsig_core::record::{Payload, VerifyRecord, DEFAULT_SM2_ID};
-use chainsig_core::{Algorithm, HashAlg};
+use chainsig_core::record::VerifyRecord;
+use chainsig_core::rows::{self, RowError, RowFault};
 
 /// Bytes of the fixed row header.
 pub const CS_ROW_HEADER_LEN: usize = 12;
@@ -73,7 +75,20 @@ pub const CS_HASH_SHA256: u8 = 3;
 /// Hash: SHA3-256 (FIPS 202).
 pub const CS_HASH_SHA3_256: u8 = 4;
 
-const KNOWN_FLAGS: u8 = CS_FLAG_MESSAGE | CS_FLAG_LOW_S | CS_FLAG_SM2_ID | CS_FLAG_TAG | 0x70;
+// The C names are the format's own values: a change on either side fails the build.
+const _: () = {
+    assert!(CS_ROW_HEADER_LEN == rows::HEADER_LEN && CS_ROW_ALIGN == rows::ALIGN);
+    assert!(CS_ROW_MIN_LEN == rows::MIN_LEN && CS_TX_ROW_MIN_LEN == rows::TX_MIN_LEN);
+    assert!(CS_SIG_LEN == rows::SIG_LEN && CS_DIGEST_LEN == rows::DIGEST_LEN);
+    assert!(CS_MAX_SM2_ID_LEN == rows::MAX_SM2_ID_LEN);
+    assert!(CS_ALG_SM2 == rows::ALG_SM2 && CS_ALG_SECP256K1 == rows::ALG_SECP256K1);
+    assert!(CS_ALG_P256 == rows::ALG_P256 && CS_ALG_ETH_TX == rows::ALG_ETH_TX);
+    assert!(CS_FLAG_MESSAGE == rows::FLAG_MESSAGE && CS_FLAG_LOW_S == rows::FLAG_LOW_S);
+    assert!(CS_FLAG_SM2_ID == rows::FLAG_SM2_ID && CS_FLAG_TAG == rows::FLAG_TAG);
+    assert!(CS_HASH_SHIFT == rows::HASH_SHIFT && CS_HASH_DEFAULT == rows::HASH_DEFAULT);
+    assert!(CS_HASH_SM3 == rows::HASH_SM3 && CS_HASH_KECCAK256 == rows::HASH_KECCAK256);
+    assert!(CS_HASH_SHA256 == rows::HASH_SHA256 && CS_HASH_SHA3_256 == rows::HASH_SHA3_256);
+};
 
 /// A row read as `T`, or its record code and why.
 pub type RowResult<T> = Result<T, (i32, String)>;
@@ -136,7 +151,7 @@ fn frame_rows<'a, T>(
     let mut rows = Vec::with_capacity(n_rows);
     let mut at = 0usize;
     for i in 0..n_rows {
-        match frame(&buf[at..]) {
+        match rows::frame(&buf[at..]) {
             Some(len) => {
                 rows.push(parse(&buf[at..at + len]));
                 at += len;
@@ -169,205 +184,20 @@ fn frame_rows<'a, T>(
     Ok(rows)
 }
 
-/// The header's fields.
-struct Header {
-    alg: u8,
-    flags: u8,
-    reserved: u16,
-    msg_len: usize,
-    id_len: usize,
-    pubkey_len: usize,
-    reserved2: u8,
-}
-
-fn header(row: &[u8]) -> Option<Header> {
-    let h = row.get(..CS_ROW_HEADER_LEN)?;
-    Some(Header {
-        alg: h[0],
-        flags: h[1],
-        reserved: u16::from_le_bytes([h[2], h[3]]),
-        msg_len: u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize,
-        id_len: u16::from_le_bytes([h[8], h[9]]) as usize,
-        pubkey_len: h[10] as usize,
-        reserved2: h[11],
-    })
-}
-
-/// Unpadded length of a row's fields (the tag excluded), with overflow checked. A transaction
-/// row has no r‖s field.
-fn body_len(h: &Header) -> Option<usize> {
-    let sig_len = if h.alg == CS_ALG_ETH_TX {
-        0
-    } else {
-        CS_SIG_LEN
+/// The record code of a refused row.
+fn code(e: RowError) -> (i32, String) {
+    let code = match e.fault {
+        RowFault::Algorithm => CS_REC_ALGORITHM,
+        RowFault::Format => CS_REC_FORMAT,
+        RowFault::Length => CS_REC_LENGTH,
     };
-    CS_ROW_HEADER_LEN
-        .checked_add(h.pubkey_len)?
-        .checked_add(sig_len)?
-        .checked_add(h.msg_len)?
-        .checked_add(h.id_len)
+    (code, e.why)
 }
 
-/// The total length of the row at the start of `rest`, when it fits in `rest`.
-fn frame(rest: &[u8]) -> Option<usize> {
-    let h = header(rest)?;
-    let mut len = body_len(&h)?.checked_next_multiple_of(CS_ROW_ALIGN)?;
-    if h.flags & CS_FLAG_TAG != 0 {
-        len = len.checked_add(8)?;
-    }
-    (len <= rest.len()).then_some(len)
-}
-
-/// Decodes one framed row (`row` is exactly its bytes).
 fn parse_row(row: &[u8]) -> ParsedRow {
-    let h = header(row).expect("framed rows hold a header");
-    let alg = match h.alg {
-        CS_ALG_SM2 => Algorithm::Sm2,
-        CS_ALG_SECP256K1 => Algorithm::Secp256k1,
-        CS_ALG_P256 => Algorithm::P256,
-        CS_ALG_ETH_TX => {
-            return Err((
-                CS_REC_ALGORITHM,
-                "a transaction row (CS_ALG_ETH_TX): cs_recover_transactions reads it".into(),
-            ))
-        }
-        other => return Err((CS_REC_ALGORITHM, format!("algorithm byte {other}"))),
-    };
-    let format_err = |why: String| Err((CS_REC_FORMAT, why));
-    let length_err = |why: String| Err((CS_REC_LENGTH, why));
-    if h.reserved != 0 || h.reserved2 != 0 {
-        return format_err("reserved header bytes are not zero".into());
-    }
-    if h.flags & !KNOWN_FLAGS != 0 {
-        return format_err(format!(
-            "unknown flag bits 0x{:02x}",
-            h.flags & !KNOWN_FLAGS
-        ));
-    }
-    let low_s = h.flags & CS_FLAG_LOW_S != 0;
-    if low_s && alg == Algorithm::Sm2 {
-        return format_err("the low-s flag applies to ECDSA only".into());
-    }
-    if h.pubkey_len != 33 && h.pubkey_len != 65 {
-        return length_err(format!("pubkey_len {} (expected 33 or 65)", h.pubkey_len));
-    }
-    let body = body_len(&h).expect("framed rows have a length");
-    let tag = if h.flags & CS_FLAG_TAG != 0 { 8 } else { 0 };
-    if row[body..row.len() - tag].iter().any(|&b| b != 0) {
-        return format_err("padding bytes are not zero".into());
-    }
-
-    let mut at = CS_ROW_HEADER_LEN;
-    let mut take = |n: usize| {
-        let field = &row[at..at + n];
-        at += n;
-        field
-    };
-    let pubkey = take(h.pubkey_len).to_vec();
-    let sig = take(CS_SIG_LEN);
-    let r: [u8; 32] = sig[..32].try_into().expect("32 bytes");
-    let s: [u8; 32] = sig[32..].try_into().expect("32 bytes");
-    let payload_bytes = take(h.msg_len);
-    let id = take(h.id_len);
-
-    let hash_bits = (h.flags >> CS_HASH_SHIFT) & 0x07;
-    let payload = if h.flags & CS_FLAG_MESSAGE != 0 {
-        let hash = match hash_bits {
-            CS_HASH_DEFAULT => alg.default_hash(),
-            CS_HASH_SM3 => HashAlg::Sm3,
-            CS_HASH_KECCAK256 => HashAlg::Keccak256,
-            CS_HASH_SHA256 => HashAlg::Sha256,
-            CS_HASH_SHA3_256 => HashAlg::Sha3_256,
-            other => return format_err(format!("unknown hash {other}")),
-        };
-        if (alg == Algorithm::Sm2) != (hash == HashAlg::Sm3) {
-            return format_err(format!("{alg} does not hash with {hash}"));
-        }
-        Payload::Message {
-            msg: payload_bytes.to_vec(),
-            hash,
-        }
-    } else {
-        if hash_bits != CS_HASH_DEFAULT {
-            return format_err("a hash is named on a digest row".into());
-        }
-        match <[u8; 32]>::try_from(payload_bytes) {
-            Ok(digest) => Payload::Digest(digest),
-            Err(_) => {
-                return length_err(format!(
-                    "msg_len {} of a digest row (expected 32)",
-                    h.msg_len
-                ))
-            }
-        }
-    };
-
-    let sm2_id = if h.flags & CS_FLAG_SM2_ID != 0 {
-        if alg != Algorithm::Sm2 {
-            return format_err("only SM2 rows carry an identifier".into());
-        }
-        if h.id_len > CS_MAX_SM2_ID_LEN {
-            return length_err(format!("id_len {} (at most 8191)", h.id_len));
-        }
-        id.to_vec()
-    } else {
-        if h.id_len != 0 {
-            return format_err(format!("id_len {} without the identifier flag", h.id_len));
-        }
-        DEFAULT_SM2_ID.to_vec()
-    };
-
-    Ok((
-        VerifyRecord {
-            alg,
-            pubkey,
-            payload,
-            r,
-            s,
-            sm2_id,
-        },
-        low_s,
-    ))
+    rows::parse_row(row).map_err(code)
 }
 
-/// Decodes one framed transaction row (`row` is exactly its bytes): the transaction's bytes.
-/// Whether they are a transaction is the decoder's question, not the framing's.
 fn parse_tx_row(row: &[u8]) -> ParsedTxRow<'_> {
-    let h = header(row).expect("framed rows hold a header");
-    if h.alg != CS_ALG_ETH_TX {
-        return Err((
-            CS_REC_ALGORITHM,
-            format!(
-                "algorithm byte {} (a transaction row is CS_ALG_ETH_TX, 4)",
-                h.alg
-            ),
-        ));
-    }
-    if h.reserved != 0 || h.reserved2 != 0 {
-        return Err((CS_REC_FORMAT, "reserved header bytes are not zero".into()));
-    }
-    if h.flags & !CS_FLAG_TAG != 0 {
-        return Err((
-            CS_REC_FORMAT,
-            format!(
-                "flag bits 0x{:02x} on a transaction row (only CS_FLAG_TAG applies)",
-                h.flags & !CS_FLAG_TAG
-            ),
-        ));
-    }
-    if h.pubkey_len != 0 || h.id_len != 0 {
-        return Err((
-            CS_REC_LENGTH,
-            format!(
-                "pubkey_len {} and id_len {} on a transaction row (expected 0 and 0)",
-                h.pubkey_len, h.id_len
-            ),
-        ));
-    }
-    let body = body_len(&h).expect("framed rows have a length");
-    let tag = if h.flags & CS_FLAG_TAG != 0 { 8 } else { 0 };
-    if row[body..row.len() - tag].iter().any(|&b| b != 0) {
-        return Err((CS_REC_FORMAT, "padding bytes are not zero".into()));
-    }
-    Ok(&row[CS_ROW_HEADER_LEN..body])
+    rows::parse_tx_row(row).map_err(code)
 }

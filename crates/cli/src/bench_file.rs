@@ -37,6 +37,7 @@ pub fn run(
         defaults,
         chunk,
         verdict_lines: true,
+        rows: false,
     };
     let expected = backend_alone_lines(&options, path)?;
     let mut runs: Vec<(Summary, f64)> = Vec::new();
@@ -138,7 +139,7 @@ fn backend_alone_lines(options: &Options, path: &Path) -> anyhow::Result<Backend
         .iter()
         .enumerate()
     {
-        verify_pipeline::write_verdict(&mut out, k as u64 + 1, verdict)?;
+        verify_pipeline::write_verdict(&mut out, "line", k as u64 + 1, verdict)?;
     }
     Ok(BackendAlone {
         lines: out,

@@ -1,6 +1,11 @@
-//! `chainsig gen`: signed records in the `verify` format, with `"expect"`, reproducible by seed.
+//! `chainsig gen`: signed records in the `verify` format, with `"expect"`, reproducible by seed;
+//! or (`--raw-txs`) raw signed Ethereum transactions in `recover --raw`'s length-prefixed format,
+//! as a node sees them, for `recover --raw` and `bench --raw`. With `--rows` the `verify` records
+//! are written as packed binary rows, for `verify --rows`.
 
-use chainsig_core::Algorithm;
+use chainsig_core::{rows, Algorithm};
+use chainsig_eth::rawtx::corpus::Corpus;
+use chainsig_eth::rawtx::frames::push_record;
 use chainsig_testkit::{pool_public_keys, record, record_in_pool, GenSpec};
 use clap::builder::RangedU64ValueParser;
 use rayon::prelude::*;
@@ -20,8 +25,21 @@ const SLICE_BYTES: u64 = 64 << 20;
 
 #[derive(clap::Args)]
 pub struct GenArgs {
+    /// The signature algorithm of `verify` records (not with --raw-txs).
+    #[arg(long, required_unless_present = "raw_txs", conflicts_with = "raw_txs")]
+    alg: Option<Algorithm>,
+    /// Write raw signed Ethereum transactions in the length-prefixed format of `recover --raw`
+    /// (docs/raw-transactions.md) instead of `verify` records: mostly EIP-1559, some legacy and
+    /// EIP-2930, a few blob and EIP-7702 transactions, signed by 16 keys drawn from the seed;
+    /// the --invalid-ratio share malformed (cut, extended, bad v, r or s, high s, non-canonical
+    /// RLP, unknown types). No "expect": `recover` on the CPU is the reference.
+    #[arg(long, conflicts_with_all = ["signers", "signer_keys", "msg_len", "rows"])]
+    raw_txs: bool,
+    /// Write the records as packed binary rows (docs/integration.md, "The row layout"), as `verify --rows` reads them,
+    /// instead of JSON Lines: the same records for a seed (message rows, the default hash and
+    /// identifier), without `expect`.
     #[arg(long)]
-    alg: Algorithm,
+    rows: bool,
     /// Number of records (at most 4294967296).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     count: u64,
@@ -52,8 +70,21 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
     if !(0.0..=1.0).contains(&args.invalid_ratio) {
         anyhow::bail!("--invalid-ratio must be between 0 and 1");
     }
+    let sink: Box<dyn Write> = match &args.out {
+        Some(path) => Box::new(
+            std::fs::File::create(path)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, sink);
+    let Some(alg) = args.alg else {
+        write_raw_txs(&args, &mut out)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    };
     let spec = GenSpec {
-        alg: args.alg,
+        alg,
         seed: args.seed,
         invalid_ratio: args.invalid_ratio,
         msg_len: args.msg_len,
@@ -69,31 +100,65 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
         std::fs::write(path, keys)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
-    let sink: Box<dyn Write> = match &args.out {
-        Some(path) => Box::new(
-            std::fs::File::create(path)
-                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?,
-        ),
-        None => Box::new(std::io::stdout().lock()),
-    };
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, sink);
     // A line is the message and the key and signature in hex, and some JSON around them.
     let line_bytes = 2 * args.msg_len as u64 + 400;
     let slice = (SLICE_BYTES / line_bytes).clamp(1, 1 << 14);
     for start in (0..args.count).step_by(slice as usize) {
         let end = (start + slice).min(args.count);
-        let lines: Vec<String> = (start..end)
+        let lines: Vec<Vec<u8>> = (start..end)
             .into_par_iter()
-            .map(|i| match args.signers {
-                0 => record(&spec, i).to_json_line(i),
-                n => record_in_pool(&spec, i, n).to_json_line(i),
+            .map(|i| {
+                let made = match args.signers {
+                    0 => record(&spec, i),
+                    n => record_in_pool(&spec, i, n),
+                };
+                if args.rows {
+                    let mut row = Vec::with_capacity(made.msg.len() + 160);
+                    rows::push_row(&mut row, &made.to_verify_record(true), false)
+                        .map_err(|e| anyhow::anyhow!("record {i}: {e}"))?;
+                    Ok(row)
+                } else {
+                    let mut line = made.to_json_line(i).into_bytes();
+                    line.push(b'\n');
+                    Ok(line)
+                }
             })
-            .collect();
+            .collect::<anyhow::Result<_>>()?;
         for line in lines {
-            out.write_all(line.as_bytes())?;
-            out.write_all(b"\n")?;
+            out.write_all(&line)?;
         }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Transactions per generator: each part of the output has a generator of its own, seeded from
+/// the seed and the part's number, so parts are made in parallel and the file is the same for a
+/// seed whatever the number of threads.
+const TXS_PER_PART: u64 = 4096;
+
+/// `--raw-txs`: `args.count` length-prefixed transactions, made a slice of parts at a time.
+fn write_raw_txs(args: &GenArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    let parts = args.count.div_ceil(TXS_PER_PART);
+    // About 64 parts (2^18 transactions, some 40 MB) in memory at once.
+    for first in (0..parts).step_by(64) {
+        let framed: Vec<Vec<u8>> = (first..(first + 64).min(parts))
+            .into_par_iter()
+            .map(|part| {
+                let n = TXS_PER_PART.min(args.count - part * TXS_PER_PART) as usize;
+                let seed = args.seed ^ part.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let mut bytes = Vec::with_capacity(n * 160);
+                for raw in Corpus::new(seed, 16).mixed(n, args.invalid_ratio) {
+                    // The corpus stays far below the framing's 128 KiB limit.
+                    push_record(&mut bytes, &raw)
+                        .map_err(|e| anyhow::anyhow!("generated transaction: {e}"))?;
+                }
+                Ok(bytes)
+            })
+            .collect::<anyhow::Result<_>>()?;
+        for bytes in framed {
+            out.write_all(&bytes)?;
+        }
+    }
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! `chainsig verify`: JSON Lines of signatures in, one verdict line per input line out, in order.
+//! `chainsig verify`: JSON Lines of signatures (or, with `--rows`, packed binary rows) in, one
+//! verdict line per record out, in order.
 //! The work itself is [`crate::verify_pipeline`]'s: reading, parsing, preparing, verifying and
 //! writing overlapped; `--stats` prints the time each stage took.
 
@@ -19,6 +20,11 @@ pub struct VerifyArgs {
     /// Algorithm of lines that carry no `alg` field.
     #[arg(long)]
     alg: Option<Algorithm>,
+    /// Read packed binary rows (the C ABI's row layout, docs/integration.md) instead of JSON Lines: each
+    /// row carries its algorithm, hash and low-s rule, and answers name records from 0
+    /// (`{"record":0,"valid":true}`).
+    #[arg(long, conflicts_with_all = ["alg", "hash", "low_s"])]
+    rows: bool,
     /// auto (GPU for large batches when present, else CPU), cpu or cuda.
     #[arg(long, default_value = "auto")]
     backend: String,
@@ -67,6 +73,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         },
         chunk: args.chunk,
         verdict_lines: !args.summary,
+        rows: args.rows,
     };
     let input = input::open(args.file.as_deref())?;
     let summary = verify_pipeline::run(&options, input, std::io::stdout().lock())?;

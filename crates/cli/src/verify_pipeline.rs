@@ -1,11 +1,13 @@
-//! The path of `chainsig verify` (and of `chainsig bench --from-file`): JSON Lines in, verdict
-//! lines out, in order, with reading, parsing, preparing, verifying and writing overlapped.
+//! The path of `chainsig verify` (and of `chainsig bench --from-file`): JSON Lines (or, with
+//! `--rows`, packed binary rows) in, verdict lines out, in order, with reading, parsing,
+//! preparing, verifying and writing overlapped.
 //!
 //! Stages and threads:
 //! - a file named by path is read by the workers themselves, each its own byte range
 //!   ([`crate::input::ranges`]), so reading runs on as many threads as there are workers; any
 //!   other input (standard input, a pipe) is read by one reader thread ([`crate::input`]), which
-//!   cuts it into chunks of lines;
+//!   cuts it into chunks of lines; packed rows ([`crate::input::rows`]) are framed by one reader
+//!   too, whichever worker takes the next chunk;
 //! - [`WORKERS`] workers each take the next chunk and parse it, prepare it (key checks, digests;
 //!   both on every core through rayon) and verify it on the backend, at most `--chunk` records a
 //!   call. While one worker waits on the GPU, the others read, parse and prepare the next chunks;
@@ -18,10 +20,11 @@
 //! writer.
 
 use crate::input::ranges::FileRanges;
+use crate::input::rows::{RowChunk, RowChunks};
 use crate::input::{Input, TextChunk, TextChunks};
 use crate::ordered::Sequenced;
 use chainsig_core::record::{parse_verify_line, VerifyDefaults, VerifyRecord};
-use chainsig_core::{RecordError, Registry};
+use chainsig_core::{rows, RecordError, Registry};
 use chainsig_cpu::pipeline::{prepare_records, Verdict};
 use chainsig_cpu::prepare::Preparer;
 use rayon::prelude::*;
@@ -44,6 +47,9 @@ pub struct Options<'a> {
     pub chunk: usize,
     /// Write verdict lines (false: count only, as `--summary`).
     pub verdict_lines: bool,
+    /// The input is packed rows (`chainsig_core::rows`), not JSON Lines: each row carries its
+    /// own algorithm, hash and low-s rule, and answers count records from 0.
+    pub rows: bool,
 }
 
 /// Busy time of each stage, summed over its threads, and the run's wall time.
@@ -87,6 +93,7 @@ impl Summary {
 }
 
 /// A worker's answer for one chunk: its verdicts, in order, and its stage times.
+#[derive(Default)]
 struct Answer {
     verdicts: Vec<Verdict>,
     batches: Vec<(String, usize)>,
@@ -96,15 +103,28 @@ struct Answer {
     verify: Duration,
 }
 
-/// Where the workers take their chunks: a file's byte ranges, read by each worker itself, or
-/// the chunks of the reader thread.
+/// Where the workers take their chunks: a file's byte ranges, read by each worker itself, the
+/// chunks of the reader thread, or chunks of packed rows framed by whichever worker asks.
 enum Source {
     Ranges(FileRanges),
     Reader(Sequenced<TextChunks>),
+    Rows(Sequenced<RowChunks<Box<dyn std::io::Read + Send>>>),
+}
+
+/// A chunk of either input.
+enum Chunk {
+    Text(TextChunk),
+    Rows(RowChunk),
 }
 
 impl Source {
-    fn new(input: Input, chunk: usize) -> std::io::Result<Self> {
+    fn new(input: Input, chunk: usize, rows: bool) -> std::io::Result<Self> {
+        if rows {
+            return Ok(Source::Rows(Sequenced::new(RowChunks::new(
+                input.into_reader(),
+                chunk,
+            ))));
+        }
         Ok(match input.into_file() {
             Ok(file) => Source::Ranges(FileRanges::new(file, chunk)?),
             Err(input) => Source::Reader(Sequenced::new(crate::input::text_chunks(input, chunk))),
@@ -112,10 +132,11 @@ impl Source {
     }
 
     /// The next chunk and its place in the output, taken together.
-    fn next(&self) -> Option<(u64, std::io::Result<TextChunk>)> {
+    fn next(&self) -> Option<(u64, std::io::Result<Chunk>)> {
         match self {
-            Source::Ranges(ranges) => ranges.next(),
-            Source::Reader(reader) => reader.next(),
+            Source::Ranges(ranges) => ranges.next().map(|(k, c)| (k, c.map(Chunk::Text))),
+            Source::Reader(reader) => reader.next().map(|(k, c)| (k, c.map(Chunk::Text))),
+            Source::Rows(reader) => reader.next().map(|(k, c)| (k, c.map(Chunk::Rows))),
         }
     }
 
@@ -123,6 +144,7 @@ impl Source {
         match self {
             Source::Ranges(ranges) => ranges.read_time(),
             Source::Reader(reader) => reader.inspect(TextChunks::read_time),
+            Source::Rows(reader) => reader.inspect(RowChunks::read_time),
         }
     }
 }
@@ -134,12 +156,13 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
     let started = Instant::now();
     let gpu_before = crate::backends::started_cuda().map(|c| c.pipeline_times());
     let preparer = Preparer::new();
-    let source = Source::new(input, opts.chunk)
+    let source = Source::new(input, opts.chunk, opts.rows)
         .map_err(|e| anyhow::Error::new(e).context("reading input"))?;
     let mut writer = Writer {
         out: std::io::BufWriter::with_capacity(1 << 20, out),
         verdict_lines: opts.verdict_lines,
-        line: 1,
+        records: opts.rows,
+        line: if opts.rows { 0 } else { 1 },
         summary: Summary::default(),
     };
     crate::ordered::run(
@@ -158,36 +181,98 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
 }
 
 /// Parses, prepares and verifies one chunk, `opts.chunk` records at most a backend call.
-fn answer(opts: &Options, preparer: &Preparer, chunk: &TextChunk) -> anyhow::Result<Answer> {
+fn answer(opts: &Options, preparer: &Preparer, chunk: &Chunk) -> anyhow::Result<Answer> {
+    match chunk {
+        Chunk::Text(text) => {
+            let t0 = Instant::now();
+            let records = parse_chunk(text, &opts.defaults);
+            let parse = t0.elapsed();
+            let mut answer = verify_records(opts, preparer, &records, opts.low_s)?;
+            answer.bytes = text.bytes() as u64;
+            answer.parse = parse;
+            Ok(answer)
+        }
+        Chunk::Rows(rows) => answer_rows(opts, preparer, rows),
+    }
+}
+
+/// A chunk of packed rows: parsed on every core, then verified in two groups, the rows with the
+/// low-s flag and those without, the verdicts put back in row order.
+fn answer_rows(opts: &Options, preparer: &Preparer, chunk: &RowChunk) -> anyhow::Result<Answer> {
     let t0 = Instant::now();
-    let records = parse_chunk(chunk, &opts.defaults);
-    let t1 = Instant::now();
-    let (mut prepare, mut verify) = (Duration::ZERO, Duration::ZERO);
-    let mut verdicts = Vec::with_capacity(records.len());
-    let mut batches = Vec::new();
+    let parsed: Vec<Result<(VerifyRecord, bool), RecordError>> = (0..chunk.len())
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|k| match chunk.row(k) {
+            Ok(row) => rows::parse_row(row).map_err(|e| RecordError::new("row", e.why)),
+            Err(why) => Err(RecordError::new("row", why.to_string())),
+        })
+        .collect();
+    let parse = t0.elapsed();
+    let mut verdicts: Vec<Option<Verdict>> = vec![None; parsed.len()];
+    // (indices, records) of each low-s rule, 0 off and 1 on; errors answered at once.
+    let mut groups: [(Vec<usize>, Vec<Result<VerifyRecord, RecordError>>); 2] = Default::default();
+    for (k, row) in parsed.into_iter().enumerate() {
+        match row {
+            Ok((record, low_s)) => {
+                let group = &mut groups[usize::from(low_s)];
+                group.0.push(k);
+                group.1.push(Ok(record));
+            }
+            Err(e) => verdicts[k] = Some(Verdict::Error(e)),
+        }
+    }
+    let mut answer = Answer {
+        parse,
+        bytes: chunk.bytes_read(),
+        ..Answer::default()
+    };
+    for (low_s, (indices, records)) in groups.iter().enumerate() {
+        if records.is_empty() {
+            continue;
+        }
+        let group = verify_records(opts, preparer, records, low_s == 1)?;
+        answer.prepare += group.prepare;
+        answer.verify += group.verify;
+        answer.batches.extend(group.batches);
+        for (&k, verdict) in indices.iter().zip(group.verdicts) {
+            verdicts[k] = Some(verdict);
+        }
+    }
+    answer.verdicts = verdicts
+        .into_iter()
+        .map(|v| v.expect("every row answered: an error, or a verdict of its group"))
+        .collect();
+    Ok(answer)
+}
+
+/// Prepares and verifies `records` under one low-s rule, at most `opts.chunk` a backend call.
+fn verify_records(
+    opts: &Options,
+    preparer: &Preparer,
+    records: &[Result<VerifyRecord, RecordError>],
+    low_s: bool,
+) -> anyhow::Result<Answer> {
+    let mut answer = Answer {
+        verdicts: Vec::with_capacity(records.len()),
+        ..Answer::default()
+    };
     for piece in records.chunks(opts.chunk.max(1)) {
         let t2 = Instant::now();
         let prepared = prepare_records(opts.registry, opts.backend, preparer, piece);
         let t3 = Instant::now();
-        let outcome = prepared.verify(opts.registry, opts.backend, opts.low_s)?;
-        verify += t3.elapsed();
-        prepare += t3 - t2;
-        verdicts.extend(outcome.verdicts);
-        batches.extend(
+        let outcome = prepared.verify(opts.registry, opts.backend, low_s)?;
+        answer.verify += t3.elapsed();
+        answer.prepare += t3 - t2;
+        answer.verdicts.extend(outcome.verdicts);
+        answer.batches.extend(
             outcome
                 .batches
                 .into_iter()
                 .map(|(alg, backend, n)| (format!("{alg}:{backend}"), n)),
         );
     }
-    Ok(Answer {
-        verdicts,
-        batches,
-        bytes: chunk.bytes() as u64,
-        parse: t1 - t0,
-        prepare,
-        verify,
-    })
+    Ok(answer)
 }
 
 /// Decodes the lines of `chunk` on every core, record k from line k.
@@ -210,7 +295,9 @@ pub fn parse_chunk(
 struct Writer<W: Write> {
     out: std::io::BufWriter<W>,
     verdict_lines: bool,
-    /// The number of the next line (1-based).
+    /// Answers name records from 0 (`"record"`, packed rows) instead of lines from 1.
+    records: bool,
+    /// The number of the next line (1-based), or of the next record (0-based).
     line: u64,
     summary: Summary,
 }
@@ -237,7 +324,8 @@ impl<W: Write> Writer<W> {
                 Verdict::Error(_) => summary.errors += 1,
             }
             if self.verdict_lines {
-                write_verdict(&mut self.out, self.line, verdict)?;
+                let key = if self.records { "record" } else { "line" };
+                write_verdict(&mut self.out, key, self.line, verdict)?;
             }
             self.line += 1;
         }
@@ -247,15 +335,21 @@ impl<W: Write> Writer<W> {
     }
 }
 
-/// One verdict line of `verify`'s output.
-pub fn write_verdict(out: &mut impl Write, line: u64, verdict: &Verdict) -> std::io::Result<()> {
+/// One verdict line of `verify`'s output: `key` is `line` (JSON Lines input, from 1) or
+/// `record` (packed rows, from 0).
+pub fn write_verdict(
+    out: &mut impl Write,
+    key: &str,
+    number: u64,
+    verdict: &Verdict,
+) -> std::io::Result<()> {
     match verdict {
-        Verdict::Valid => writeln!(out, r#"{{"line":{line},"valid":true}}"#),
-        Verdict::Invalid => writeln!(out, r#"{{"line":{line},"valid":false}}"#),
+        Verdict::Valid => writeln!(out, r#"{{"{key}":{number},"valid":true}}"#),
+        Verdict::Invalid => writeln!(out, r#"{{"{key}":{number},"valid":false}}"#),
         Verdict::Error(e) => writeln!(
             out,
             "{}",
-            serde_json::json!({"line": line, "error": e.to_string()})
+            serde_json::json!({key: number, "error": e.to_string()})
         ),
     }
 }

@@ -20,6 +20,7 @@ pub mod hexstr;
 pub mod messages;
 pub mod raw_sm2;
 pub mod record;
+pub mod rows;
 pub mod vectors;
 
 pub use algorithm::{Algorithm, HashAlg};

@@ -37,6 +37,7 @@ pub const MAX_LINE: usize = 16 << 20;
 pub const TOO_LONG: &str = "line is longer than 16 MiB (16777216 bytes): skipped";
 
 pub mod ranges;
+pub mod rows;
 mod stream;
 
 pub use stream::{text_chunks, TextChunks};
@@ -275,7 +276,7 @@ impl Input {
     }
 
     /// The input as one reader, read in order.
-    fn into_reader(self) -> Box<dyn Read + Send> {
+    pub(crate) fn into_reader(self) -> Box<dyn Read + Send> {
         match self.source {
             Source::File(file) => Box::new(file),
             Source::Reader(reader) => reader,

@@ -11,3 +11,4 @@ mod recover_raw_cli;
 mod serve_cli;
 mod sigterm_cli;
 mod verify_cli;
+mod verify_rows_cli;
