@@ -9,7 +9,7 @@
 use crate::rows::{ParsedRow, ParsedTxRow};
 use crate::status::*;
 use chainsig_core::backend::CPU;
-use chainsig_core::record::VerifyRecord;
+use chainsig_core::rows::group_by_low_s;
 use chainsig_core::{Algorithm, RecordError, RecoverItem, Recovered, Registry};
 use chainsig_cpu::pipeline::{verify_records, Verdict};
 use chainsig_cpu::prepare::{decode_pubkey, Preparer};
@@ -49,9 +49,6 @@ pub struct Context {
     jobs: Mutex<Jobs>,
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
-
-/// Rows that share a low-s rule: their indices and records.
-type Group = (Vec<usize>, Vec<Result<VerifyRecord, RecordError>>);
 
 /// Verdicts of one batch in the caller's layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,20 +172,9 @@ impl Context {
             errors: vec![CS_OK; n],
             note: None,
         };
-        // Records by low-s rule (0: off, 1: on), with their row indices.
-        let mut groups: [Group; 2] = Default::default();
-        for (i, row) in rows.into_iter().enumerate() {
-            match row {
-                Ok((record, low_s)) => {
-                    let group = &mut groups[usize::from(low_s)];
-                    group.0.push(i);
-                    group.1.push(Ok(record));
-                }
-                Err((code, why)) => out.fail(i, code, &why),
-            }
-        }
-        for (low_s, (indices, records)) in groups.iter().enumerate() {
-            if records.is_empty() {
+        let groups = group_by_low_s(rows, |i, (code, why)| out.fail(i, code, &why));
+        for (low_s, group) in groups.iter().enumerate() {
+            if group.records.is_empty() {
                 continue;
             }
             let outcome = verify_records(
@@ -196,10 +182,10 @@ impl Context {
                 &self.backend,
                 low_s == 1,
                 &self.preparer,
-                records,
+                &group.records,
             )
             .map_err(|e| Failure::new(CS_ERR_BACKEND, e.to_string()))?;
-            for (&i, verdict) in indices.iter().zip(outcome.verdicts) {
+            for (&i, verdict) in group.indices.iter().zip(outcome.verdicts) {
                 match verdict {
                     Verdict::Valid => out.bitmap[i / 64] |= 1 << (i % 64),
                     Verdict::Invalid => {}

@@ -57,7 +57,7 @@ pub struct Options<'a> {
 pub struct Stats {
     /// Reading the input and cutting it into lines (summed over the threads that read).
     pub read: Duration,
-    /// JSON and hex decoding of the lines.
+    /// JSON and hex decoding of the lines, or the reading of packed rows.
     pub parse: Duration,
     /// Key checks (SEC1 decompression, on-curve) and digests or Z_A.
     pub prepare: Duration,
@@ -210,32 +210,21 @@ fn answer_rows(opts: &Options, preparer: &Preparer, chunk: &RowChunk) -> anyhow:
         .collect();
     let parse = t0.elapsed();
     let mut verdicts: Vec<Option<Verdict>> = vec![None; parsed.len()];
-    // (indices, records) of each low-s rule, 0 off and 1 on; errors answered at once.
-    let mut groups: [(Vec<usize>, Vec<Result<VerifyRecord, RecordError>>); 2] = Default::default();
-    for (k, row) in parsed.into_iter().enumerate() {
-        match row {
-            Ok((record, low_s)) => {
-                let group = &mut groups[usize::from(low_s)];
-                group.0.push(k);
-                group.1.push(Ok(record));
-            }
-            Err(e) => verdicts[k] = Some(Verdict::Error(e)),
-        }
-    }
+    let groups = rows::group_by_low_s(parsed, |k, e| verdicts[k] = Some(Verdict::Error(e)));
     let mut answer = Answer {
         parse,
         bytes: chunk.bytes_read(),
         ..Answer::default()
     };
-    for (low_s, (indices, records)) in groups.iter().enumerate() {
-        if records.is_empty() {
+    for (low_s, group) in groups.iter().enumerate() {
+        if group.records.is_empty() {
             continue;
         }
-        let group = verify_records(opts, preparer, records, low_s == 1)?;
-        answer.prepare += group.prepare;
-        answer.verify += group.verify;
-        answer.batches.extend(group.batches);
-        for (&k, verdict) in indices.iter().zip(group.verdicts) {
+        let verified = verify_records(opts, preparer, &group.records, low_s == 1)?;
+        answer.prepare += verified.prepare;
+        answer.verify += verified.verify;
+        answer.batches.extend(verified.batches);
+        for (&k, verdict) in group.indices.iter().zip(verified.verdicts) {
             verdicts[k] = Some(verdict);
         }
     }
@@ -370,9 +359,9 @@ impl Stats {
             (
                 "read",
                 self.read,
-                "reading, cutting lines (summed over threads)",
+                "reading, cutting lines or framing rows (summed over threads)",
             ),
-            ("parse", self.parse, "JSON and hex (all cores)"),
+            ("parse", self.parse, "JSON and hex, or rows (all cores)"),
             (
                 "prepare",
                 self.prepare,

@@ -14,6 +14,7 @@
 //! serialisation crate would bring a format of its own.
 
 use crate::algorithm::{Algorithm, HashAlg};
+use crate::error::RecordError;
 use crate::record::{Payload, VerifyRecord, DEFAULT_SM2_ID};
 use std::fmt;
 
@@ -333,6 +334,35 @@ pub fn parse_tx_row(row: &[u8]) -> Result<&[u8], RowError> {
         return Err(RowError::new(Format, "padding bytes are not zero"));
     }
     Ok(&row[HEADER_LEN..body])
+}
+
+/// Rows of one low-s rule, with their places among all rows: what a verifier taking one rule a
+/// call ([`crate::Registry`]'s `verify`) is given.
+#[derive(Debug, Default)]
+pub struct RuleGroup {
+    /// The rows' indices, ascending.
+    pub indices: Vec<usize>,
+    pub records: Vec<Result<VerifyRecord, RecordError>>,
+}
+
+/// Parsed rows sorted by their low-s rule, `[without, with]`, each in row order; a row that did
+/// not parse goes to `refused` with its index instead.
+pub fn group_by_low_s<E>(
+    parsed: impl IntoIterator<Item = Result<(VerifyRecord, bool), E>>,
+    mut refused: impl FnMut(usize, E),
+) -> [RuleGroup; 2] {
+    let mut groups: [RuleGroup; 2] = Default::default();
+    for (i, row) in parsed.into_iter().enumerate() {
+        match row {
+            Ok((record, low_s)) => {
+                let group = &mut groups[usize::from(low_s)];
+                group.indices.push(i);
+                group.records.push(Ok(record));
+            }
+            Err(e) => refused(i, e),
+        }
+    }
+    groups
 }
 
 /// The hash code of a message row's hash: its own for the algorithm's default (so a row says
