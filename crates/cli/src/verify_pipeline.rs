@@ -8,7 +8,7 @@
 //!   other input (standard input, a pipe) is read by one reader thread ([`crate::input`]), which
 //!   cuts it into chunks of lines; packed rows ([`crate::input::rows`]) are framed by one reader
 //!   too, whichever worker takes the next chunk;
-//! - [`WORKERS`] workers each take the next chunk and parse it, prepare it (key checks, digests;
+//! - [`workers`] workers each take the next chunk and parse it, prepare it (key checks, digests;
 //!   both on every core through rayon) and verify it on the backend, at most `--chunk` records a
 //!   call. While one worker waits on the GPU, the others read, parse and prepare the next chunks;
 //!   the GPU engine takes one batch at a time, in the order they reach it;
@@ -16,7 +16,7 @@
 //!   lines and writes them.
 //!
 //! Every stage's busy time is counted ([`Stats`]) for `--stats`. Chunks in flight are bounded: at
-//! most two waiting in the reader thread, one per worker, and [`WORKERS`] answers waiting for the
+//! most two waiting in the reader thread, one per worker, and one answer per worker waiting for the
 //! writer.
 
 use crate::input::ranges::FileRanges;
@@ -32,9 +32,19 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-/// Chunks in hand at once: one on the backend while the others are read, parsed and prepared.
-/// Four: the GPU verifies a chunk in about a quarter of the time the host needs for it.
+/// Chunks in hand at once when not set: one on the backend while the others are read, parsed
+/// and prepared. Four: the GPU verifies a chunk in about a quarter of the time the host needs
+/// for it.
 pub const WORKERS: usize = 4;
+
+/// Chunks in hand at once: `CHAINSIG_VERIFY_WORKERS` (1 to 64) when set, else [`WORKERS`].
+pub fn workers() -> usize {
+    std::env::var("CHAINSIG_VERIFY_WORKERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n))
+        .unwrap_or(WORKERS)
+}
 
 /// What the pipeline needs besides its input and output.
 pub struct Options<'a> {
@@ -166,7 +176,7 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
         summary: Summary::default(),
     };
     crate::ordered::run(
-        WORKERS,
+        workers(),
         || source.next(),
         |chunk| answer(opts, &preparer, &chunk),
         |answer| writer.write(answer),
