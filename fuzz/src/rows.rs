@@ -5,7 +5,8 @@
 //! here a second time, from the header alone); every row is read alone, so a row parses the same
 //! inside the batch as by itself; a row the parser refuses gets its own record code, and a valid
 //! row placed after any number of refused ones still parses and verifies as valid; `cs_verify`
-//! never fails a call whose buffer has the right shape, and its messages stay short.
+//! never fails a call whose buffer has the right shape, and its messages stay short; a row read
+//! and written again (`chainsig_core::rows::push_row`) reads back as the same record.
 
 use super::short;
 use chainsig_capi::{
@@ -145,7 +146,16 @@ pub fn packed_rows_with(data: &[u8], verify: bool) {
     }
     for row in &alone {
         match row {
-            Ok((record, _)) => assert!(matches!(record.pubkey.len(), 33 | 65)),
+            Ok((record, low_s)) => {
+                assert!(matches!(record.pubkey.len(), 33 | 65));
+                // Written again (chainsig_core::rows::push_row, as `chainsig gen --rows` writes),
+                // the record reads back the same: the writer and the reader agree on the layout.
+                let mut again = Vec::new();
+                chainsig_core::rows::push_row(&mut again, record, *low_s)
+                    .expect("a record read from a row can be written as one");
+                let back = parse_rows(&again, 1).expect("one row").remove(0);
+                assert_eq!(back.as_ref().ok(), Some(&(record.clone(), *low_s)));
+            }
             Err((code, why)) => {
                 assert!(
                     [CS_REC_ALGORITHM, CS_REC_FORMAT, CS_REC_LENGTH].contains(code),
