@@ -82,6 +82,9 @@ pub struct BenchArgs {
     /// in memory. Every run's answers are checked against the backend's alone.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["sweep", "kem", "sizes", "signers", "from_file", "alg"])]
     raw: Option<PathBuf>,
+    /// With --from-file: the file is packed rows (as `verify --rows` reads them), not JSON Lines.
+    #[arg(long, requires = "from_file", conflicts_with = "alg")]
+    rows: bool,
     /// With --from-file: most records verified together (1 to 1048576), as `verify --chunk`.
     #[arg(long, default_value_t = 1 << 16, requires = "from_file",
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=1 << 20))]
@@ -213,6 +216,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             path,
             args.chunk,
             args.repeats,
+            args.rows,
         )?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -1,5 +1,6 @@
 //! `chainsig bench --from-file FILE`: the user's whole path beside the backend alone, on the
-//! records of a JSON Lines file (as `chainsig gen` writes them).
+//! records of a JSON Lines file (as `chainsig gen` writes them), or with `--rows` of a file of
+//! packed rows (as `chainsig gen --rows` writes them, `verify --rows` reads them).
 //!
 //! - the user path: `chainsig verify`'s pipeline ([`crate::verify_pipeline`]) from the file's
 //!   bytes to verdict lines in memory, with its stage breakdown — what `chainsig verify --stats`
@@ -12,12 +13,15 @@
 //! median is reported. Every run's verdict lines must equal those of the backend alone, line for
 //! line, or the benchmark fails.
 
+use crate::input::rows::RowChunks;
 use crate::input::{self, TextChunk};
 use crate::verify_pipeline::{self, Options, Stats, Summary};
 use chainsig_core::record::VerifyDefaults;
-use chainsig_core::Registry;
-use chainsig_cpu::pipeline::prepare_records;
+use chainsig_core::rows::{self, RuleGroup};
+use chainsig_core::{RecordError, Registry};
+use chainsig_cpu::pipeline::{prepare_records, Verdict};
 use chainsig_cpu::prepare::Preparer;
+use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
 
@@ -29,6 +33,7 @@ pub fn run(
     path: &Path,
     chunk: usize,
     repeats: usize,
+    rows: bool,
 ) -> anyhow::Result<()> {
     let options = Options {
         registry,
@@ -37,7 +42,7 @@ pub fn run(
         defaults,
         chunk,
         verdict_lines: true,
-        rows: false,
+        rows,
     };
     let expected = backend_alone_lines(&options, path)?;
     let mut runs: Vec<(Summary, f64)> = Vec::new();
@@ -103,43 +108,87 @@ struct BackendAlone {
 fn backend_alone_lines(options: &Options, path: &Path) -> anyhow::Result<BackendAlone> {
     let mut once = Stats::default();
     let t0 = Instant::now();
-    // The whole file as one chunk, cut into lines as `verify` cuts them.
-    let chunks: Vec<TextChunk> =
-        input::text_chunks(input::open(Some(path))?, 1 << 40).collect::<Result<_, _>>()?;
-    let t1 = Instant::now();
-    let records: Vec<_> = chunks
-        .iter()
-        .flat_map(|chunk| verify_pipeline::parse_chunk(chunk, &options.defaults))
-        .collect();
+    // The whole file as one chunk, cut into lines or framed into rows as `verify` does it.
+    let (n, groups, refused, t1, t2) = if options.rows {
+        let chunks: Vec<_> =
+            RowChunks::new(input::open_file(path)?, usize::MAX).collect::<Result<_, _>>()?;
+        let t1 = Instant::now();
+        let parsed: Vec<_> = chunks
+            .iter()
+            .flat_map(|chunk| (0..chunk.len()).map(move |k| chunk.row(k)))
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|row| match row {
+                Ok(row) => rows::parse_row(row).map_err(|e| RecordError::new("row", e.why)),
+                Err(why) => Err(RecordError::new("row", why.to_string())),
+            })
+            .collect();
+        let n = parsed.len();
+        let mut refused = Vec::new();
+        let groups = rows::group_by_low_s(parsed, |k, e| refused.push((k, e)));
+        (n, groups, refused, t1, Instant::now())
+    } else {
+        let chunks: Vec<TextChunk> =
+            input::text_chunks(input::open(Some(path))?, 1 << 40).collect::<Result<_, _>>()?;
+        let t1 = Instant::now();
+        let records: Vec<_> = chunks
+            .iter()
+            .flat_map(|chunk| verify_pipeline::parse_chunk(chunk, &options.defaults))
+            .collect();
+        let n = records.len();
+        // One rule for every line: the command line's.
+        let mut groups: [RuleGroup; 2] = Default::default();
+        groups[usize::from(options.low_s)] = RuleGroup {
+            indices: (0..n).collect(),
+            records,
+        };
+        (n, groups, Vec::new(), t1, Instant::now())
+    };
     // A benchmark of nothing would report 0 records/s as if it had measured something.
     anyhow::ensure!(
-        !records.is_empty(),
+        n > 0,
         "{}: no records in the file: nothing was timed",
         path.display()
     );
-    let t2 = Instant::now();
     let preparer = Preparer::new();
-    let prepared = prepare_records(options.registry, options.backend, &preparer, &records);
+    let prepared: Vec<_> = groups
+        .iter()
+        .map(|g| prepare_records(options.registry, options.backend, &preparer, &g.records))
+        .collect();
     let t3 = Instant::now();
     (once.read, once.parse, once.prepare) = (t1 - t0, t2 - t1, t3 - t2);
     let mut seconds = Vec::new();
-    let mut outcome = None;
+    let mut verdicts: Vec<Option<Verdict>> = vec![None; n];
     for run in 0..=3 {
         let started = Instant::now();
-        let got = prepared.verify(options.registry, options.backend, options.low_s)?;
+        let mut outcomes = Vec::new();
+        for (low_s, (group, prepared)) in groups.iter().zip(&prepared).enumerate() {
+            if !group.records.is_empty() {
+                let outcome = prepared.verify(options.registry, options.backend, low_s == 1)?;
+                outcomes.push((group, outcome));
+            }
+        }
         if run > 0 {
             seconds.push(started.elapsed().as_secs_f64());
         }
-        outcome = Some(got);
+        for (group, outcome) in outcomes {
+            for (&k, verdict) in group.indices.iter().zip(outcome.verdicts) {
+                verdicts[k] = Some(verdict);
+            }
+        }
     }
+    for (k, e) in refused {
+        verdicts[k] = Some(Verdict::Error(e));
+    }
+    let (key, first) = if options.rows {
+        ("record", 0)
+    } else {
+        ("line", 1)
+    };
     let mut out = Vec::new();
-    for (k, verdict) in outcome
-        .expect("at least one run")
-        .verdicts
-        .iter()
-        .enumerate()
-    {
-        verify_pipeline::write_verdict(&mut out, "line", k as u64 + 1, verdict)?;
+    for (k, verdict) in verdicts.iter().enumerate() {
+        let verdict = verdict.as_ref().expect("every record answered");
+        verify_pipeline::write_verdict(&mut out, key, first + k as u64, verdict)?;
     }
     Ok(BackendAlone {
         lines: out,

@@ -104,6 +104,32 @@ fn rows_verify_as_their_json_lines_do() {
     // Standard input reads the same rows the same way.
     let piped = verify_rows_stdin(&rows_path);
     assert_eq!(piped.stdout, from_rows.stdout);
+    // The benchmark of the same path checks every run's verdicts against the backend's alone.
+    let bench = chainsig(
+        &[
+            "bench",
+            "--from-file",
+            rows_path.to_str().unwrap(),
+            "--rows",
+            "--backend",
+            "cpu",
+        ],
+        "",
+    );
+    let report = String::from_utf8_lossy(&bench.stdout);
+    assert!(
+        bench.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bench.stderr)
+    );
+    assert!(
+        report.contains(&format!("2100 records ({valid} valid")),
+        "{report}"
+    );
+    assert!(
+        report.contains("user path") && report.contains("backend only"),
+        "{report}"
+    );
     // A row carries its own algorithm and rules: the JSON defaults are refused beside --rows.
     let refused = chainsig(
         &["verify", "--rows", "--low-s", rows_path.to_str().unwrap()],
