@@ -74,6 +74,40 @@ pub fn read_bounded_line(
 /// Bytes asked of the operating system per read.
 const READ_BLOCK: usize = 1 << 20;
 
+/// Reads that land in a block of their own, zeroed once, and are appended from there to a
+/// growing buffer. A read may not be handed uninitialised memory, and zeroing the buffer's spare
+/// room before each read would clear a whole block for every read: a pipe gives a few KB a read.
+pub(crate) struct BlockReader {
+    block: Vec<u8>,
+}
+
+impl BlockReader {
+    /// Reads of at most `size` bytes.
+    pub(crate) fn new(size: usize) -> Self {
+        BlockReader {
+            block: vec![0; size],
+        }
+    }
+
+    /// Appends what one read of `input` gives to `out` (a read interrupted by a signal is
+    /// retried); 0 at the end of the input. Nothing is appended when it fails.
+    pub(crate) fn append(
+        &mut self,
+        input: &mut (impl Read + ?Sized),
+        out: &mut Vec<u8>,
+    ) -> std::io::Result<usize> {
+        let got = loop {
+            match input.read(&mut self.block) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        out.extend_from_slice(&self.block[..got]);
+        Ok(got)
+    }
+}
+
 /// Consecutive input lines in one buffer.
 #[derive(Debug, Default)]
 pub struct TextChunk {

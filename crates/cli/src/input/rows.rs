@@ -9,6 +9,7 @@
 //! framed: its length is known). Input that ends inside a row is answered as a truncated row; a
 //! truncated header cannot say where the next row would start, so it is the input's last record.
 
+use super::BlockReader;
 use chainsig_core::rows;
 use std::io::Read;
 use std::ops::Range;
@@ -62,8 +63,8 @@ pub struct RowChunks<R> {
     carry: Vec<u8>,
     /// Input offset of `carry`'s first byte (for messages).
     offset: u64,
-    /// Where reads land before they join a chunk.
-    block: Vec<u8>,
+    /// Where reads land before they join a chunk (made at the first read).
+    reads: Option<BlockReader>,
     done: bool,
     read_time: std::time::Duration,
 }
@@ -75,7 +76,7 @@ impl<R: Read> RowChunks<R> {
             max_rows: max_rows.max(1),
             carry: Vec::new(),
             offset: 0,
-            block: Vec::new(),
+            reads: None,
             done: false,
             read_time: std::time::Duration::ZERO,
         }
@@ -87,21 +88,12 @@ impl<R: Read> RowChunks<R> {
     }
 
     /// Appends what one read gives, at most [`READ_BLOCK`] bytes, to `bytes`; false at the end of
-    /// the input. Reads go to a block of their own, zeroed once: a pipe gives a few KB a read, and
-    /// growing `bytes` by a zeroed block per read would clear megabytes for each of them.
+    /// the input.
     fn fill(&mut self, bytes: &mut Vec<u8>) -> std::io::Result<bool> {
-        if self.block.is_empty() {
-            self.block = vec![0; READ_BLOCK];
-        }
-        let got = loop {
-            match self.input.read(&mut self.block) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        };
-        bytes.extend_from_slice(&self.block[..got]);
-        Ok(got > 0)
+        let reads = self
+            .reads
+            .get_or_insert_with(|| BlockReader::new(READ_BLOCK));
+        Ok(reads.append(&mut self.input, bytes)? > 0)
     }
 
     fn next_chunk(&mut self) -> std::io::Result<Option<RowChunk>> {

@@ -3,7 +3,7 @@
 //! chunks from a regular file, and from a pipe a chunk also cut when the lines read so far are all
 //! that has arrived. Lines past [`MAX_LINE`] are skipped as they are read.
 
-use super::{Buffers, Input, TextChunk, MAX_LINE, READ_BLOCK};
+use super::{BlockReader, Buffers, Input, TextChunk, MAX_LINE, READ_BLOCK};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -45,12 +45,13 @@ pub fn text_chunks(input: Input, chunk: usize) -> TextChunks {
     TextChunks { shared, chunk }
 }
 
-/// The reader thread: reads `input` in blocks straight into the chunk being filled and queues its
+/// The reader thread: reads `input` in blocks into the chunk being filled and queues its
 /// lines in chunks. A chunk's buffer is sized from the last full chunk's bytes, so that a chunk is
 /// read without the buffer growing (each growth copies what was read and touches new pages).
 fn read_chunks(input: Input, chunk: usize, shared: &Shared) {
     let streaming = input.streaming;
     let mut reader = input.into_reader();
+    let mut reads = BlockReader::new(READ_BLOCK);
     let mut current = TextChunk::starting_at(1, Vec::with_capacity(2 * READ_BLOCK));
     current.pool = Some(Arc::new(Buffers::default()));
     // Bytes of the last full chunk, and a block to spare: the next chunk's room.
@@ -64,17 +65,9 @@ fn read_chunks(input: Input, chunk: usize, shared: &Shared) {
         if current.text.capacity() - scan_from < READ_BLOCK {
             current.text.reserve(room.max(READ_BLOCK));
         }
-        // The read goes into the buffer's spare room, zeroed once when the room is first used
-        // (a read may not be handed uninitialised memory).
-        current.text.resize(scan_from + READ_BLOCK, 0);
-        let n = match reader.read(&mut current.text[scan_from..]) {
+        let n = match reads.append(&mut reader, &mut current.text) {
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-                current.text.truncate(scan_from);
-                continue;
-            }
             Err(e) => {
-                current.text.truncate(scan_from);
                 let rest = current.split_after_last_line();
                 push(shared, current, chunk, busy);
                 // The partial line before the failure is not a line: it is dropped with the error.
@@ -86,7 +79,6 @@ fn read_chunks(input: Input, chunk: usize, shared: &Shared) {
                 return;
             }
         };
-        current.text.truncate(scan_from + n);
         if n == 0 {
             break;
         }
