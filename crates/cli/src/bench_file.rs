@@ -18,10 +18,9 @@ use crate::input::{self, TextChunk};
 use crate::verify_pipeline::{self, Options, Stats, Summary};
 use chainsig_core::record::VerifyDefaults;
 use chainsig_core::rows::{self, RuleGroup};
-use chainsig_core::{RecordError, Registry};
+use chainsig_core::Registry;
 use chainsig_cpu::pipeline::{prepare_records, Verdict};
 use chainsig_cpu::prepare::Preparer;
-use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
 
@@ -115,13 +114,7 @@ fn backend_alone_lines(options: &Options, path: &Path) -> anyhow::Result<Backend
         let t1 = Instant::now();
         let parsed: Vec<_> = chunks
             .iter()
-            .flat_map(|chunk| (0..chunk.len()).map(move |k| chunk.row(k)))
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|row| match row {
-                Ok(row) => rows::parse_row(row).map_err(|e| RecordError::new("row", e.why)),
-                Err(why) => Err(RecordError::new("row", why.to_string())),
-            })
+            .flat_map(verify_pipeline::parse_row_chunk)
             .collect();
         let n = parsed.len();
         let mut refused = Vec::new();
@@ -180,11 +173,7 @@ fn backend_alone_lines(options: &Options, path: &Path) -> anyhow::Result<Backend
     for (k, e) in refused {
         verdicts[k] = Some(Verdict::Error(e));
     }
-    let (key, first) = if options.rows {
-        ("record", 0)
-    } else {
-        ("line", 1)
-    };
+    let (key, first) = verify_pipeline::numbering(options.rows);
     let mut out = Vec::new();
     for (k, verdict) in verdicts.iter().enumerate() {
         let verdict = verdict.as_ref().expect("every record answered");

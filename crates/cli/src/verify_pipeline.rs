@@ -168,11 +168,12 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
     let preparer = Preparer::new();
     let source = Source::new(input, opts.chunk, opts.rows)
         .map_err(|e| anyhow::Error::new(e).context("reading input"))?;
+    let (key, first) = numbering(opts.rows);
     let mut writer = Writer {
         out: std::io::BufWriter::with_capacity(1 << 20, out),
         verdict_lines: opts.verdict_lines,
-        records: opts.rows,
-        line: if opts.rows { 0 } else { 1 },
+        key,
+        line: first,
         summary: Summary::default(),
     };
     crate::ordered::run(
@@ -210,14 +211,7 @@ fn answer(opts: &Options, preparer: &Preparer, chunk: &Chunk) -> anyhow::Result<
 /// low-s flag and those without, the verdicts put back in row order.
 fn answer_rows(opts: &Options, preparer: &Preparer, chunk: &RowChunk) -> anyhow::Result<Answer> {
     let t0 = Instant::now();
-    let parsed: Vec<Result<(VerifyRecord, bool), RecordError>> = (0..chunk.len())
-        .into_par_iter()
-        .with_min_len(256)
-        .map(|k| match chunk.row(k) {
-            Ok(row) => rows::parse_row(row).map_err(|e| RecordError::new("row", e.why)),
-            Err(why) => Err(RecordError::new("row", why.to_string())),
-        })
-        .collect();
+    let parsed = parse_row_chunk(chunk);
     let parse = t0.elapsed();
     let mut verdicts: Vec<Option<Verdict>> = vec![None; parsed.len()];
     let groups = rows::group_by_low_s(parsed, |k, e| verdicts[k] = Some(Verdict::Error(e)));
@@ -289,13 +283,35 @@ pub fn parse_chunk(
         .collect()
 }
 
+/// Decodes the rows of `chunk` on every core, record k from row k, with the low-s rule of each.
+pub fn parse_row_chunk(chunk: &RowChunk) -> Vec<Result<(VerifyRecord, bool), RecordError>> {
+    (0..chunk.len())
+        .into_par_iter()
+        .with_min_len(256)
+        .map(|k| match chunk.row(k) {
+            Ok(row) => rows::parse_row(row).map_err(|e| RecordError::new("row", e.why)),
+            Err(why) => Err(RecordError::new("row", why.to_string())),
+        })
+        .collect()
+}
+
+/// How verdict lines name their record: `line` from 1 for JSON Lines, `record` from 0 for packed
+/// rows.
+pub fn numbering(rows: bool) -> (&'static str, u64) {
+    if rows {
+        ("record", 0)
+    } else {
+        ("line", 1)
+    }
+}
+
 /// The writer: each chunk's verdict lines, in order, numbered and flushed as soon as they are
 /// written (a producer waiting on its answers is not kept waiting), and the counts.
 struct Writer<W: Write> {
     out: std::io::BufWriter<W>,
     verdict_lines: bool,
-    /// Answers name records from 0 (`"record"`, packed rows) instead of lines from 1.
-    records: bool,
+    /// What answers call a record ([`numbering`]).
+    key: &'static str,
     /// The number of the next line (1-based), or of the next record (0-based).
     line: u64,
     summary: Summary,
@@ -323,8 +339,7 @@ impl<W: Write> Writer<W> {
                 Verdict::Error(_) => summary.errors += 1,
             }
             if self.verdict_lines {
-                let key = if self.records { "record" } else { "line" };
-                write_verdict(&mut self.out, key, self.line, verdict)?;
+                write_verdict(&mut self.out, self.key, self.line, verdict)?;
             }
             self.line += 1;
         }
