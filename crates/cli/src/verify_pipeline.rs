@@ -37,13 +37,29 @@ use std::time::{Duration, Instant};
 /// for it.
 pub const WORKERS: usize = 4;
 
-/// Chunks in hand at once: `CHAINSIG_VERIFY_WORKERS` (1 to 64) when set, else [`WORKERS`].
-pub fn workers() -> usize {
-    std::env::var("CHAINSIG_VERIFY_WORKERS")
-        .ok()
+/// The variable that sets the chunks in hand.
+const WORKERS_VAR: &str = "CHAINSIG_VERIFY_WORKERS";
+
+/// Chunks in hand at once: `CHAINSIG_VERIFY_WORKERS` (1 to 64) when set, else [`WORKERS`]; any
+/// other value is an error naming it.
+pub fn workers() -> anyhow::Result<usize> {
+    parse_workers(std::env::var_os(WORKERS_VAR).as_deref())
+}
+
+/// A value of `CHAINSIG_VERIFY_WORKERS`: unset or empty for [`WORKERS`], else a whole number from
+/// 1 to 64 in decimal, nothing else.
+fn parse_workers(value: Option<&std::ffi::OsStr>) -> anyhow::Result<usize> {
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
+        return Ok(WORKERS);
+    };
+    let shown: String = value.to_string_lossy().chars().take(40).collect();
+    value
+        .to_str()
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|n| (1..=64).contains(n))
-        .unwrap_or(WORKERS)
+        .ok_or_else(|| {
+            anyhow::anyhow!("{WORKERS_VAR}={shown:?}: expected a whole number from 1 to 64")
+        })
 }
 
 /// What the pipeline needs besides its input and output.
@@ -177,7 +193,7 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
         summary: Summary::default(),
     };
     crate::ordered::run(
-        workers(),
+        workers()?,
         || source.next(),
         |chunk| answer(opts, &preparer, &chunk),
         |answer| writer.write(answer),
@@ -419,5 +435,41 @@ impl Stats {
             );
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_workers, WORKERS};
+    use std::ffi::OsStr;
+
+    #[test]
+    fn the_workers_variable_is_a_count_from_1_to_64_or_refused() {
+        assert_eq!(parse_workers(None).unwrap(), WORKERS);
+        assert_eq!(parse_workers(Some(OsStr::new(""))).unwrap(), WORKERS);
+        assert_eq!(parse_workers(Some(OsStr::new("1"))).unwrap(), 1);
+        assert_eq!(parse_workers(Some(OsStr::new("64"))).unwrap(), 64);
+        for bad in [
+            "0",
+            "65",
+            "4.0",
+            "-1",
+            " 4",
+            "four",
+            "99999999999999999999999",
+        ] {
+            let e = parse_workers(Some(OsStr::new(bad)))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("CHAINSIG_VERIFY_WORKERS=") && e.contains(bad),
+                "{e}"
+            );
+        }
+        let long = "9".repeat(10_000);
+        let e = parse_workers(Some(OsStr::new(&long)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 120, "the value is cut: {e}");
     }
 }
