@@ -141,7 +141,7 @@ fn backend_alone_lines(options: &Options, path: &Path) -> anyhow::Result<Backend
     anyhow::ensure!(
         n > 0,
         "{}: no records in the file: nothing was timed",
-        path.display()
+        input::shown(path)
     );
     let preparer = Preparer::new();
     let prepared: Vec<_> = groups
@@ -164,6 +164,17 @@ fn backend_alone_lines(options: &Options, path: &Path) -> anyhow::Result<Backend
         if run > 0 {
             seconds.push(started.elapsed().as_secs_f64());
         }
+        // Records every one of which was refused before a backend saw it would be timed as if
+        // verified.
+        let sent: usize = outcomes
+            .iter()
+            .flat_map(|(_, outcome)| outcome.batches.iter().map(|batch| batch.2))
+            .sum();
+        anyhow::ensure!(
+            sent > 0,
+            "{}: none of its {n} records could be checked: nothing was timed",
+            input::shown(path)
+        );
         for (group, outcome) in outcomes {
             for (&k, verdict) in group.indices.iter().zip(outcome.verdicts) {
                 verdicts[k] = Some(verdict);

@@ -73,7 +73,7 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
     let sink: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(
             std::fs::File::create(path)
-                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?,
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", crate::input::shown(path)))?,
         ),
         None => Box::new(std::io::stdout().lock()),
     };
@@ -98,7 +98,7 @@ pub fn run(args: GenArgs) -> anyhow::Result<ExitCode> {
             .map(|k| hex::encode(k) + "\n")
             .collect();
         std::fs::write(path, keys)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", crate::input::shown(path)))?;
     }
     // A line is the message and the key and signature in hex, and some JSON around them.
     let line_bytes = 2 * args.msg_len as u64 + 400;

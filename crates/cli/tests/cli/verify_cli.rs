@@ -588,7 +588,26 @@ fn checks_that_check_nothing_fail() {
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("empty.jsonl: no records in the file: nothing was timed"),
+        err.contains("empty.jsonl\": no records in the file: nothing was timed"),
+        "{err}"
+    );
+
+    // Records all refused before any backend saw them: nothing would be timed either.
+    let refused = dir.file("refused.jsonl", "{\"alg\":\"sm2\"}\nnot json\n");
+    let out = chainsig(
+        &[
+            "bench",
+            "--from-file",
+            refused.to_str().unwrap(),
+            "--backend",
+            "cpu",
+        ],
+        "",
+    );
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refused.jsonl\": none of its 2 records could be checked: nothing was timed"),
         "{err}"
     );
 }
