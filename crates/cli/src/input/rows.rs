@@ -198,12 +198,17 @@ mod tests {
         state: u64,
     }
 
+    /// Marsaglia's xorshift64: the next of a reproducible stream (the state must not be 0).
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
     impl Read for Trickle<'_> {
         fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            self.state ^= self.state << 13;
-            self.state ^= self.state >> 7;
-            self.state ^= self.state << 17;
-            let n = (1 + self.state % 97) as usize;
+            let n = (1 + xorshift(&mut self.state) % 97) as usize;
             let n = n.min(buf.len()).min(self.data.len());
             buf[..n].copy_from_slice(&self.data[..n]);
             self.data = &self.data[n..];
@@ -234,12 +239,7 @@ mod tests {
     #[test]
     fn chunks_hold_the_rows_a_header_walk_finds() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = move || xorshift(&mut state);
         for case in 0..300 {
             let mut data = Vec::new();
             for _ in 0..next() % 40 {
