@@ -18,7 +18,7 @@ use chainsig_eth::rawtx::RawTxError;
 use chainsig_eth::recover::{recover_records, recover_transactions};
 use rayon::prelude::*;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -55,7 +55,8 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
         ..Tally::default()
     };
     if args.raw {
-        let input = std::io::BufReader::with_capacity(1 << 20, open_raw(args.file.as_deref())?);
+        let input = input::open(args.file.as_deref())?.into_reader();
+        let input = std::io::BufReader::with_capacity(1 << 20, input);
         recover_raw_frames(&registry, &args.backend, input, &mut out, &mut tally)?;
     } else {
         let chunks = Sequenced::new(input::text_chunks(
@@ -276,14 +277,6 @@ impl Tally {
         } else {
             ExitCode::SUCCESS
         }
-    }
-}
-
-/// The `--raw` input: `path`, or standard input for none or `-`.
-fn open_raw(path: Option<&Path>) -> anyhow::Result<Box<dyn Read + Send>> {
-    match path {
-        Some(p) if p != Path::new("-") => Ok(Box::new(input::open_file(p)?)),
-        _ => Ok(Box::new(std::io::stdin())),
     }
 }
 
