@@ -574,41 +574,33 @@ fn checks_that_check_nothing_fail() {
         assert!(err.contains("nothing was checked"), "{name}: {err}");
     }
 
-    let empty = dir.file("empty.jsonl", "");
-    let out = chainsig(
-        &[
-            "bench",
-            "--from-file",
-            empty.to_str().unwrap(),
-            "--backend",
-            "cpu",
-        ],
+    // `bench --from-file` on a file it can time nothing of fails, saying why.
+    let bench_refuses = |name: &str, text: &str, why: &str| {
+        let path = dir.file(name, text);
+        let out = chainsig(
+            &[
+                "bench",
+                "--from-file",
+                path.to_str().unwrap(),
+                "--backend",
+                "cpu",
+            ],
+            "",
+        );
+        assert_ne!(out.status.code(), Some(0), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{name}\": {why}")), "{err}");
+    };
+    bench_refuses(
+        "empty.jsonl",
         "",
+        "no records in the file: nothing was timed",
     );
-    assert_ne!(out.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("empty.jsonl\": no records in the file: nothing was timed"),
-        "{err}"
-    );
-
     // Records all refused before any backend saw them: nothing would be timed either.
-    let refused = dir.file("refused.jsonl", "{\"alg\":\"sm2\"}\nnot json\n");
-    let out = chainsig(
-        &[
-            "bench",
-            "--from-file",
-            refused.to_str().unwrap(),
-            "--backend",
-            "cpu",
-        ],
-        "",
-    );
-    assert_ne!(out.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("refused.jsonl\": none of its 2 records could be checked: nothing was timed"),
-        "{err}"
+    bench_refuses(
+        "refused.jsonl",
+        "{\"alg\":\"sm2\"}\nnot json\n",
+        "none of its 2 records could be checked: nothing was timed",
     );
 }
 
