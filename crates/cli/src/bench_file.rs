@@ -110,7 +110,7 @@ fn backend_alone_lines(options: &Options, path: &Path) -> anyhow::Result<Backend
     // The whole file as one chunk, cut into lines or framed into rows as `verify` does it.
     let (n, groups, refused, t1, t2) = if options.rows {
         let chunks: Vec<_> =
-            RowChunks::new(input::open_file(path)?, usize::MAX).collect::<Result<_, _>>()?;
+            RowChunks::new(input::open_file(path)?, usize::MAX, false).collect::<Result<_, _>>()?;
         let t1 = Instant::now();
         let parsed: Vec<_> = chunks
             .iter()

@@ -146,9 +146,11 @@ enum Chunk {
 impl Source {
     fn new(input: Input, chunk: usize, rows: bool) -> std::io::Result<Self> {
         if rows {
+            let prompt = input.streaming();
             return Ok(Source::Rows(Sequenced::new(RowChunks::new(
                 input.into_reader(),
                 chunk,
+                prompt,
             ))));
         }
         Ok(match input.into_file() {

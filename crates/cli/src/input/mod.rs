@@ -309,6 +309,12 @@ impl Input {
         }
     }
 
+    /// Whether input may arrive slowly (not a regular file), so that a reader should answer
+    /// what has arrived rather than wait for a whole block.
+    pub(crate) fn streaming(&self) -> bool {
+        self.streaming
+    }
+
     /// The input as one reader, read in order.
     pub(crate) fn into_reader(self) -> Box<dyn Read + Send> {
         match self.source {

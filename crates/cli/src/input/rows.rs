@@ -9,10 +9,11 @@
 //! framed: its length is known). Input that ends inside a row is answered as a truncated row; a
 //! truncated header cannot say where the next row would start, so it is the input's last record.
 
-use super::BlockReader;
+use super::{BlockReader, Buffers};
 use chainsig_core::rows;
 use std::io::Read;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// The longest row held: 16 MiB, as a JSON Lines line ([`super::MAX_LINE`]).
 pub const MAX_ROW: usize = super::MAX_LINE;
@@ -34,6 +35,16 @@ pub struct RowChunk {
     spans: Vec<RowSpan>,
     /// The input's bytes this chunk covers (skipped rows included).
     read: u64,
+    /// Where the buffer goes back when the chunk is dropped, for the reader's next chunks.
+    pool: Option<Arc<Buffers>>,
+}
+
+impl Drop for RowChunk {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.give(std::mem::take(&mut self.bytes));
+        }
+    }
 }
 
 impl RowChunk {
@@ -63,20 +74,32 @@ pub struct RowChunks<R> {
     carry: Vec<u8>,
     /// Input offset of `carry`'s first byte (for messages).
     offset: u64,
-    /// Where reads land before they join a chunk (made at the first read).
-    reads: Option<BlockReader>,
+    /// Reads of input that may arrive slowly (a pipe) land here first, one read at a time, so
+    /// that a row is framed as soon as it has arrived; `None` for a regular file, read in whole
+    /// blocks straight into the chunk's buffer.
+    prompt: Option<BlockReader>,
+    /// Buffers of chunks dropped, filled again: a fresh buffer's pages are faulted in as it is
+    /// filled, which cost the reader more than the reading itself.
+    buffers: Arc<Buffers>,
+    /// The room a chunk's buffer is taken with: the last chunk's bytes and a read to spare, so a
+    /// chunk is read without its buffer growing (each growth copies it).
+    room: usize,
     done: bool,
     read_time: std::time::Duration,
 }
 
 impl<R: Read> RowChunks<R> {
-    pub fn new(input: R, max_rows: usize) -> Self {
+    /// Chunks of at most `max_rows` records from `input`; `prompt` when input may arrive slowly
+    /// (not a regular file), so that each read gives what has arrived rather than a whole block.
+    pub fn new(input: R, max_rows: usize, prompt: bool) -> Self {
         RowChunks {
             input,
             max_rows: max_rows.max(1),
             carry: Vec::new(),
             offset: 0,
-            reads: None,
+            prompt: prompt.then(|| BlockReader::new(READ_BLOCK)),
+            buffers: Arc::new(Buffers::default()),
+            room: 2 * READ_BLOCK,
             done: false,
             read_time: std::time::Duration::ZERO,
         }
@@ -87,20 +110,29 @@ impl<R: Read> RowChunks<R> {
         self.read_time
     }
 
-    /// Appends what one read gives, at most [`READ_BLOCK`] bytes, to `bytes`; false at the end of
-    /// the input.
+    /// Appends more of the input to `bytes`, false at its end: what one read gives when the
+    /// input is prompt, else a whole block read straight into `bytes`' spare room (no copy, no
+    /// zeroing first).
     fn fill(&mut self, bytes: &mut Vec<u8>) -> std::io::Result<bool> {
-        let reads = self
-            .reads
-            .get_or_insert_with(|| BlockReader::new(READ_BLOCK));
-        Ok(reads.append(&mut self.input, bytes)? > 0)
+        if let Some(reads) = &mut self.prompt {
+            return Ok(reads.append(&mut self.input, bytes)? > 0);
+        }
+        bytes.reserve(READ_BLOCK);
+        let got = (&mut self.input)
+            .take(READ_BLOCK as u64)
+            .read_to_end(bytes)?;
+        Ok(got > 0)
     }
 
     fn next_chunk(&mut self) -> std::io::Result<Option<RowChunk>> {
         if self.done {
             return Ok(None);
         }
-        let mut bytes = std::mem::take(&mut self.carry);
+        let mut bytes = self
+            .buffers
+            .take(self.room.max(self.carry.len() + READ_BLOCK));
+        bytes.extend_from_slice(&self.carry);
+        self.carry.clear();
         let mut spans = Vec::with_capacity(self.max_rows.min(1 << 16));
         let first = self.offset;
         // The input offset of `bytes[i]` is `first + gap + i` for every i at or past `at`:
@@ -158,14 +190,18 @@ impl<R: Read> RowChunks<R> {
             }
         }
         self.offset = first + gap + at as u64;
-        self.carry = bytes.split_off(at);
+        self.carry.extend_from_slice(&bytes[at..]);
+        bytes.truncate(at);
+        self.room = at + READ_BLOCK;
         if spans.is_empty() {
+            self.buffers.give(bytes);
             return Ok(None);
         }
         Ok(Some(RowChunk {
             bytes,
             spans,
             read: self.offset - first,
+            pool: Some(Arc::clone(&self.buffers)),
         }))
     }
 }
@@ -234,7 +270,7 @@ mod tests {
     }
 
     /// Rows of random lengths (a few with random header bytes) back to back, read through short
-    /// reads in chunks of every size: the chunks hold exactly the rows a header walk finds, in
+    /// reads (prompt, and in whole blocks) in chunks of every size: the chunks hold exactly the rows a header walk finds, in
     /// order, and a truncated end is one refused record.
     #[test]
     fn chunks_hold_the_rows_a_header_walk_finds() {
@@ -267,7 +303,7 @@ mod tests {
             let mut got: Vec<Vec<u8>> = Vec::new();
             let mut refused = Vec::new();
             let mut read = 0;
-            for chunk in RowChunks::new(input, max_rows) {
+            for chunk in RowChunks::new(input, max_rows, case % 2 == 0) {
                 let chunk = chunk.unwrap();
                 assert!(chunk.len() <= max_rows && chunk.len() > 0);
                 read += chunk.bytes_read();
