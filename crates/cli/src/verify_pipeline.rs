@@ -127,6 +127,65 @@ struct Answer {
     parse: Duration,
     prepare: Duration,
     verify: Duration,
+    /// When the worker asked for the chunk, got it, and had answered it (for the trace).
+    asked: Option<Instant>,
+    got: Option<Instant>,
+    done: Option<Instant>,
+    worker: String,
+}
+
+/// The variable naming a file for the chunk timeline ([`Trace`]).
+const TRACE_VAR: &str = "CHAINSIG_VERIFY_TRACE";
+
+/// The timeline of a run, a CSV line per chunk, written where `CHAINSIG_VERIFY_TRACE` says:
+/// when its worker asked for it and got it (the wait is the reading), its parse, prepare and
+/// verify times, when it was answered, and when the writer began and ended its lines; times in
+/// milliseconds from the run's start. Where `--stats` gives each stage's sum, this shows what
+/// waited on what.
+struct Trace {
+    path: std::path::PathBuf,
+    text: String,
+}
+
+impl Trace {
+    fn from_env() -> Option<Trace> {
+        let path = std::env::var_os(TRACE_VAR).filter(|p| !p.is_empty())?;
+        Some(Trace {
+            path: path.into(),
+            text: "chunk,records,worker,asked_ms,got_ms,parse_ms,prepare_ms,verify_ms,done_ms,\
+                   write_from_ms,write_to_ms\n"
+                .into(),
+        })
+    }
+
+    fn add(&mut self, chunk: u64, answer: &Answer, start: Instant, wrote: (Instant, Instant)) {
+        let at = |t: Option<Instant>| {
+            t.map_or(f64::NAN, |t| t.duration_since(start).as_secs_f64() * 1e3)
+        };
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        self.text += &format!(
+            "{chunk},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}\n",
+            answer.verdicts.len(),
+            answer.worker,
+            at(answer.asked),
+            at(answer.got),
+            ms(answer.parse),
+            ms(answer.prepare),
+            ms(answer.verify),
+            at(answer.done),
+            at(Some(wrote.0)),
+            at(Some(wrote.1)),
+        );
+    }
+
+    fn save(&self) -> anyhow::Result<()> {
+        std::fs::write(&self.path, &self.text).map_err(|e| {
+            anyhow::Error::new(e).context(format!(
+                "{TRACE_VAR}: cannot write {}",
+                crate::input::shown(&self.path)
+            ))
+        })
+    }
 }
 
 /// Where the workers take their chunks: a file's byte ranges, read by each worker itself, the
@@ -193,13 +252,32 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
         key,
         line: first,
         summary: Summary::default(),
+        trace: Trace::from_env(),
+        chunks: 0,
+        started,
     };
     crate::ordered::run(
         workers()?,
-        || source.next(),
-        |chunk| answer(opts, &preparer, &chunk),
+        || {
+            let asked = Instant::now();
+            let (seq, chunk) = source.next()?;
+            Some((seq, chunk.map(|c| (asked, Instant::now(), c))))
+        },
+        |(asked, got, chunk)| {
+            let mut answer = answer(opts, &preparer, &chunk)?;
+            answer.asked = Some(asked);
+            answer.got = Some(got);
+            answer.done = Some(Instant::now());
+            if writer_traces() {
+                answer.worker = format!("{:?}", std::thread::current().id());
+            }
+            Ok(answer)
+        },
         |answer| writer.write(answer),
     )?;
+    if let Some(trace) = &writer.trace {
+        trace.save()?;
+    }
     let mut summary = writer.summary;
     summary.stats.read = source.read_time();
     summary.stats.wall = started.elapsed();
@@ -207,6 +285,11 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
         .zip(gpu_before)
         .map(|(cuda, before)| cuda.pipeline_times().since(&before));
     Ok(summary)
+}
+
+/// Whether the run writes a trace ([`Trace`]): only then do workers name themselves.
+fn writer_traces() -> bool {
+    std::env::var_os(TRACE_VAR).is_some_and(|p| !p.is_empty())
 }
 
 /// Parses, prepares and verifies one chunk, `opts.chunk` records at most a backend call.
@@ -333,11 +416,17 @@ struct Writer<W: Write> {
     /// The number of the next line (1-based), or of the next record (0-based).
     line: u64,
     summary: Summary,
+    /// The chunk timeline, when asked for ([`Trace`]), the chunks written, and the run's start.
+    trace: Option<Trace>,
+    chunks: u64,
+    started: Instant,
 }
 
 impl<W: Write> Writer<W> {
-    fn write(&mut self, answer: Answer) -> anyhow::Result<()> {
+    fn write(&mut self, mut answer: Answer) -> anyhow::Result<()> {
         let started = Instant::now();
+        let chunk = self.chunks;
+        self.chunks += 1;
         let summary = &mut self.summary;
         let stats = &mut summary.stats;
         stats.parse += answer.parse;
@@ -345,7 +434,7 @@ impl<W: Write> Writer<W> {
         stats.verify += answer.verify;
         stats.bytes += answer.bytes;
         stats.records += answer.verdicts.len() as u64;
-        for (key, n) in answer.batches {
+        for (key, n) in std::mem::take(&mut answer.batches) {
             *summary.used.entry(key).or_default() += n as u64;
         }
         // A chunk's answers are written whole, or not at all on SIGTERM (crate::stop).
@@ -363,6 +452,9 @@ impl<W: Write> Writer<W> {
         }
         self.out.flush()?;
         summary.stats.write += started.elapsed();
+        if let Some(trace) = &mut self.trace {
+            trace.add(chunk, &answer, self.started, (started, Instant::now()));
+        }
         Ok(())
     }
 }
@@ -426,6 +518,11 @@ impl Stats {
                 " wait",
                 gpu.wait,
                 "of which: waiting on GPU copies and kernels",
+            ));
+            rows.push((
+                " queue",
+                gpu.queue,
+                "of which: waiting for the engine, held by another call",
             ));
         }
         rows.push(("write", self.write, "verdict lines, in order (1 thread)"));

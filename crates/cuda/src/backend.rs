@@ -19,7 +19,9 @@ use chainsig_core::backend::{Backend, BackendError, TxAnswer};
 use chainsig_core::batch::{Batch, RecoverItem, Recovered};
 use chainsig_core::bitmap::Bitmap;
 use chainsig_gpu::{device_err, Resources};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Name under which the backend registers (that under which chainsig-gpu reports GPU failures).
 pub const NAME: &str = chainsig_gpu::BACKEND_NAME;
@@ -31,6 +33,8 @@ pub(crate) struct Device {
     ordinal: usize,
     name: String,
     engine: Mutex<Engine>,
+    /// Nanoseconds callers have waited for the engine's lock, summed ([`PipelineTimes::queue`]).
+    queued: AtomicU64,
 }
 
 impl Device {
@@ -39,10 +43,13 @@ impl Device {
         &self,
         what: &'static str,
     ) -> Result<MutexGuard<'_, Engine>, BackendError> {
+        let asked = Instant::now();
         let engine = self
             .engine
             .lock()
             .map_err(|_| BackendError::from(device_err(what, "poisoned lock")))?;
+        let waited = u64::try_from(asked.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.queued.fetch_add(waited, Ordering::Relaxed);
         engine.bind()?;
         Ok(engine)
     }
@@ -80,6 +87,9 @@ pub struct PipelineTimes {
     /// Turning a finished chunk's answer rows into the caller's answers (raw transactions:
     /// fault, address and key per record).
     pub decode: std::time::Duration,
+    /// Callers waiting for an engine another call held (one engine takes one call at a time),
+    /// summed over callers.
+    pub queue: std::time::Duration,
 }
 
 impl PipelineTimes {
@@ -89,6 +99,7 @@ impl PipelineTimes {
             stage: self.stage - before.stage,
             wait: self.wait - before.wait,
             decode: self.decode - before.decode,
+            queue: self.queue - before.queue,
         }
     }
 }
@@ -144,6 +155,7 @@ impl CudaBackend {
                 ordinal,
                 name: engine.device_name(),
                 engine: Mutex::new(engine),
+                queued: AtomicU64::new(0),
             });
         }
         Ok(CudaBackend {
@@ -189,6 +201,7 @@ impl CudaBackend {
     pub fn pipeline_times(&self) -> PipelineTimes {
         let mut sum = PipelineTimes::default();
         for d in self.shards.devices() {
+            sum.queue += Duration::from_nanos(d.queued.load(Ordering::Relaxed));
             if let Ok(e) = d.engine.lock() {
                 sum.stage += e.times.stage;
                 sum.wait += e.times.wait;

@@ -799,6 +799,50 @@ fn stats_and_bench_from_file_time_each_stage() {
         );
     }
 
+    // CHAINSIG_VERIFY_TRACE: a CSV line per chunk, in order, covering every record, each
+    // chunk's moments in the order they happen (from standard input, whose reader cuts chunks
+    // of at most --chunk lines).
+    let trace = dir.path("trace.csv");
+    let traced = std::process::Command::new(env!("CARGO_BIN_EXE_chainsig"))
+        .args(["verify", "--backend", "cpu", "--chunk", "50", "-"])
+        .stdin(std::fs::File::open(file).unwrap())
+        .env("CHAINSIG_VERIFY_TRACE", &trace)
+        .output()
+        .unwrap();
+    assert!(traced.status.success());
+    assert_eq!(traced.stdout, verify.stdout, "the trace changes no answer");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header[..3], ["chunk", "records", "worker"]);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(
+        rows.len() >= 3,
+        "121 records in chunks of at most 50: {text}"
+    );
+    let mut records = 0;
+    for (k, row) in rows.iter().enumerate() {
+        assert_eq!(row.len(), header.len(), "{text}");
+        assert_eq!(row[0], k.to_string(), "chunks in order: {text}");
+        records += row[1].parse::<usize>().unwrap();
+        let at = |name: &str| -> f64 {
+            row[header.iter().position(|h| *h == name).unwrap()]
+                .parse()
+                .unwrap()
+        };
+        let moments = [
+            "asked_ms",
+            "got_ms",
+            "done_ms",
+            "write_from_ms",
+            "write_to_ms",
+        ];
+        for pair in moments.windows(2) {
+            assert!(at(pair[0]) <= at(pair[1]), "{pair:?} out of order: {text}");
+        }
+    }
+    assert_eq!(records, 121);
+
     let bench = chainsig(
         &[
             "bench",
