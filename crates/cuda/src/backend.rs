@@ -127,6 +127,9 @@ impl CudaBackend {
     /// exactly or refused.
     pub fn new(cfg: CudaConfig) -> Result<Self, BackendError> {
         cfg.validate().map_err(unavailable)?;
+        if chainsig_gpu::driver_available() {
+            crate::engine::build_tables_early();
+        }
         let ordinals = if chainsig_gpu::driver_available() {
             cfg.devices.open_list().map_err(unavailable)?
         } else {

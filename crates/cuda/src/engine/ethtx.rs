@@ -168,7 +168,9 @@ fn harvest(
     let decoded = Instant::now();
     times.wait += decoded - waited;
     let rows = &slot.pin_keys.as_slice()[..OUT_ROWS * n];
-    answers.par_extend((0..n).into_par_iter().map(|i| ethtx::answer(rows, n, i)));
+    crate::stage::on_stagers(|| {
+        answers.par_extend((0..n).into_par_iter().map(|i| ethtx::answer(rows, n, i)));
+    });
     times.decode += decoded.elapsed();
     Ok(())
 }
@@ -206,7 +208,7 @@ fn launch_chunk(
             unsafe { std::slice::from_raw_parts_mut(offsets.as_mut_ptr().cast::<u64>(), n + 1) };
         let bytes: &mut [u8] =
             unsafe { std::slice::from_raw_parts_mut(tail.as_mut_ptr().cast::<u8>(), total) };
-        ethtx::stage(txs, offsets, bytes);
+        crate::stage::on_stagers(|| ethtx::stage(txs, offsets, bytes));
     }
     let stream = slot.stream.cu_stream();
     // SAFETY: pin_msg and dev_msg hold at least in_words words; the pinned buffer is not

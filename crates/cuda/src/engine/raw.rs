@@ -235,7 +235,7 @@ pub(super) fn prepare_chunk(
     let numbers = signers.map_or(0, |_| m);
     slot.reserve_messages(words + numbers)?;
     let pin = slot.pin_msg.as_mut_slice();
-    part.stage(&chunk, &mut pin[..words])
+    crate::stage::on_stagers(|| part.stage(&chunk, &mut pin[..words]))
         .map_err(|e| device_err("stage raw records", e))?;
     if let Some(signers) = signers {
         pin[words..words + m].copy_from_slice(&signers[i0..i0 + m]);

@@ -126,16 +126,16 @@ impl Slot {
                 // while the GPU runs the other streams' chunks.
                 use rayon::prelude::*;
                 let (rows, bits) = (slot.pin_keys.as_slice(), slot.pin_out.as_slice());
-                out.signers[p.work][p.first..p.first + p.items]
-                    .par_iter_mut()
-                    .enumerate()
-                    .for_each(|(i, signer)| {
+                let signers = &mut out.signers[p.work][p.first..p.first + p.items];
+                crate::stage::on_stagers(|| {
+                    signers.par_iter_mut().enumerate().for_each(|(i, signer)| {
                         if bits[i / 64] >> (i % 64) & 1 == 1 {
                             let key: [u32; 16] =
                                 std::array::from_fn(|j| rows[j * p.keys_stride + i]);
                             *signer = Some(Recovered::from_pubkey(sec1(&key)));
                         }
                     });
+                });
             }
         }
         Ok(())

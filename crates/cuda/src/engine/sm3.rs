@@ -80,7 +80,8 @@ pub(super) fn hash_chunk(
     let s = slot.stream.cu_stream();
     let msg_words = crate::messages::chunk_words(mb, i0, m, mp);
     slot.reserve_messages(msg_words)?;
-    crate::messages::stage(mb, i0, m, mp, slot.pin_msg.as_mut_slice())
+    let pin = slot.pin_msg.as_mut_slice();
+    crate::stage::on_stagers(|| crate::messages::stage(mb, i0, m, mp, pin))
         .map_err(|e| device_err("stage messages", e))?;
     chainsig_gpu::fault::check(chainsig_gpu::fault::Op::Copy, "copy messages in")?;
     // SAFETY: pin_msg and dev_msg hold msg_words words; the pinned buffer is not touched again
