@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# The user's paths on a GPU machine, an old `chainsig` against a new one in one device call, every
-# output `cmp`-ed against the CPU backend's: `verify` on 10^6 JSON Lines records (SM2 with 100-byte
-# messages, secp256k1 with 64-byte messages; --stats, three rounds each, old and new alternating,
-# then --chunk 262144 and standard input), `verify --rows` on the same kinds as packed rows,
-# `recover --raw` on 2^20 generated raw transactions (and `bench --raw`), the ethtx parse kernel of
-# two `cuda` test binaries (STEPS ethtx), and the engine's own figure (STEPS engine).
-# Layout (git-ignored, carried with the device tool's `carry`): .carry/w5/bins.tar.xz holding
-# bins/{chainsig-old,chainsig-new,cuda-test-main,cuda-test-staged} (release CLIs; `cargo test
-# --workspace --test cuda --no-run` builds), .carry/w5/kcache.tar.xz (scripts/kernel_cache.sh).
-# Run from the repository root on the device: bash scripts/device_user_paths.sh (copied to
-# .carry/w5/run.sh); STEPS names the steps (default gen verify rows recover ethtx). Results and
-# the log go to $OUT/res.tgz.
+# The user's paths on a GPU machine, binaries of two or more commits in one device call, every
+# output `cmp`-ed against the CPU backend's. Steps (STEPS, in order given):
+#   gen       10^6 records (SM2 with 100-byte messages, secp256k1 with 64-byte ones) as JSON Lines
+#             and as packed rows, 2^20 raw transactions (GEN names the files to make);
+#   verify    `verify` on the JSON files, old and new alternating, three rounds, then --chunk
+#             262144 and standard input, and `bench --from-file`;
+#   rows      `verify --rows` on the row files; recover: `recover --raw` old and new, `bench --raw`;
+#   ethtx     the ethtx parse kernel of two `cuda` test binaries; engine: the engine's own figure;
+#   variants  VARIANTS (binary[:ENV=value,...]) on FILES, two rounds, with the chunk timeline;
+#   engines   several engines on the one card (ENGINES: engines:workers pairs);
+#   probe     profiling tools present, CUDA start-up cost, mimalloc's statistics, perf if present;
+#   gputests  the GPU tests of the carried `cuda` test binary;
+#   sanitize  four engines on one card under compute-sanitizer, then five plain runs.
+# Layout (git-ignored, carried with the device tool's `carry`; CARRY names the folder, default
+# .carry/w5): bins.tar.xz holding bins/chainsig-<name> (release CLIs) and bins/cuda-test* (`cargo
+# test --workspace --test cuda --no-run` builds), kcache.tar.xz (scripts/kernel_cache.sh).
+# Run from the repository root on the device: bash scripts/device_user_paths.sh. Results and the
+# log go to $OUT/res.tgz.
 set -u
-ROOT=$PWD; C=$ROOT/.carry/w5; R=/tmp/w5res; D=/tmp/w5; mkdir -p $R $D
+ROOT=$PWD; C=${CARRY:-$ROOT/.carry/w5}; R=/tmp/w5res; D=/tmp/w5; mkdir -p $R $D
 L=$R/log.txt
 log() { echo "$@" | tee -a "$L"; }
 export CHAINSIG_CACHE_DIR=/tmp/kcache
@@ -27,10 +33,13 @@ for step in $STEPS; do
  log "== step $step $(date -u +%T)"
  case $step in
  gen)
-  [ -s $D/sm2.jsonl ] || $B/chainsig-new gen --alg sm2 --msg-len 100 --count $N --seed $RANDOM --out $D/sm2.jsonl
-  [ -s $D/secp256k1.jsonl ] || $B/chainsig-new gen --alg secp256k1 --msg-len 64 --count $N --seed $RANDOM --out $D/secp256k1.jsonl
-  for set in sm2 secp256k1; do [ -s $D/$set.rows ] || { a=$set; m=100; [ $set = secp256k1 ] && m=64; $B/chainsig-new gen --rows --alg $a --msg-len $m --count $N --seed $RANDOM --out $D/$set.rows; }; done
-  [ -s $D/txs.bin ] || $B/chainsig-new gen --raw-txs --count $TXN --invalid-ratio 0.05 --seed $RANDOM --out $D/txs.bin
+  want=" ${GEN:-sm2.jsonl secp256k1.jsonl sm2.rows secp256k1.rows txs.bin} "
+  for f in sm2.jsonl secp256k1.jsonl sm2.rows secp256k1.rows; do
+   case "$want" in *" $f "*) ;; *) continue;; esac
+   set=${f%.*}; m=100; [ $set = secp256k1 ] && m=64; rows=; [ ${f#*.} = rows ] && rows=--rows
+   [ -s $D/$f ] || $B/chainsig-new gen $rows --alg $set --msg-len $m --count $N --seed $RANDOM --out $D/$f
+  done
+  case "$want" in *" txs.bin "*) [ -s $D/txs.bin ] || $B/chainsig-new gen --raw-txs --count $TXN --invalid-ratio 0.05 --seed $RANDOM --out $D/txs.bin;; esac
   ls -la $D | tee -a $L ;;
  verify)
   for set in sm2 secp256k1; do
@@ -81,6 +90,67 @@ for step in $STEPS; do
   for v in main staged main staged; do
    CHAINSIG_ETHTX_RECORDS=1048576 $B/cuda-test-$v gpu_ethtx --nocapture --test-threads 1 > $R/ethtx-$v.txt 2>&1
    log "ethtx $v: rc $?"; grep -E "median|disagree|per second|/s|test result" $R/ethtx-$v.txt | tee -a $L
+  done ;;
+ variants)
+  # VARIANTS: binary[:ENV=value,...] entries, each run on every file of FILES (two rounds,
+  # alternating), with /usr/bin/time, a chunk timeline (CHAINSIG_VERIFY_TRACE) and its output
+  # cmp-ed against the CPU backend's.
+  for f in ${FILES:-sm2.jsonl sm2.rows secp256k1.jsonl}; do
+   sa=--stats; case $f in *.rows) cmd="verify --rows";; txs.bin) cmd="recover --raw"; sa=;; *) cmd=verify;; esac
+   ref=$D/$f.cpu; [ -s $ref ] || $B/chainsig-new $cmd --backend cpu $D/$f > $ref 2>/dev/null
+   for rep in 1 2; do for v in ${VARIANTS:-new}; do
+    bin=${v%%:*}; envs=; [ "$bin" != "$v" ] && envs=${v#*:}; tag=$(echo "$v" | tr -c 'A-Za-z0-9_.-' _)
+    st=$R/var-$f-$tag.stats.$rep
+    T var-$f-$tag env $(echo "$envs" | tr ',' ' ') CHAINSIG_VERIFY_TRACE=$R/var-$f-$tag.trace.$rep.csv $B/chainsig-$bin $cmd --backend cuda $sa $D/$f > $D/var.out 2> $st
+    cmp -s $D/var.out $ref && ok="= CPU" || ok=DIFFER
+    log "$f $v rep $rep: $ok; $(grep -h -E 'wall|recovered' $st | head -1)"
+   done; done
+   for x in $R/var-$f-*.time; do log "$(basename $x): $(cat $x | tr '\n' '|')"; done
+  done ;;
+ probe)
+  # What the machine offers for profiling; the CUDA start-up and exit of a 100-record run; the
+  # allocator's own account of one SM2 run; a CPU profile where perf exists.
+  for t in perf strace compute-sanitizer nsys; do log "$t: $(command -v $t || echo absent)"; done
+  head -100 $D/sm2.jsonl > $D/tiny.jsonl
+  for rep in 1 2; do T tiny $B/chainsig-${PROBE_BIN:-new} verify --backend cuda --summary $D/tiny.jsonl 2>> $L; done
+  log "tiny: $(cat $R/tiny.time | tr '\n' '|')"
+  MIMALLOC_SHOW_STATS=1 $B/chainsig-${PROBE_BIN:-new} verify --backend cuda --summary --stats $D/sm2.jsonl > $R/mimalloc-stats.txt 2>&1
+  if command -v perf > /dev/null; then
+   perf stat -e task-clock,page-faults,context-switches,cpu-migrations -o $R/perf-stat.txt $B/chainsig-${PROBE_BIN:-new} verify --backend cuda --summary $D/sm2.jsonl 2>> $L
+   perf record -g -o $D/perf.data $B/chainsig-${PROBE_BIN:-new} verify --backend cuda --summary $D/sm2.jsonl 2>> $L
+   perf report -i $D/perf.data --stdio --no-children --percent-limit 0.5 > $R/perf-report.txt 2>&1
+  fi ;;
+ gputests)
+  # The GPU tests of the carried `cuda` test binary (every one against the CPU or RustCrypto).
+  timeout ${GPUTESTS_LIMIT:-240} $B/cuda-test gpu --test-threads 1 --nocapture > $R/gputests.txt 2>&1
+  log "gpu tests: rc $?"; grep -E "^test |test result|disagree|records" $R/gputests.txt | tail -40 | tee -a $L ;;
+ sanitize)
+  # The run that failed once with four engines on one card (an illegal address, seen at the
+  # next module load), under compute-sanitizer's memcheck on 2*10^5 records, then five plain
+  # runs of that configuration on the whole file.
+  cfg='{"devices":[0,0,0,0],"shard_below":1048577}'
+  head -200000 $D/sm2.jsonl > $D/s.jsonl
+  CHAINSIG_CUDA_CONFIG="$cfg" CHAINSIG_VERIFY_WORKERS=8 timeout ${SANITIZE_LIMIT:-200} compute-sanitizer --tool memcheck --print-limit 20 $B/chainsig-${PROBE_BIN:-new} verify --backend cuda --summary $D/s.jsonl > $R/sanitize.txt 2>&1
+  log "sanitize: rc $?"; tail -30 $R/sanitize.txt | tee -a $L
+  for rep in 1 2 3 4 5; do
+   CHAINSIG_CUDA_CONFIG="$cfg" CHAINSIG_VERIFY_WORKERS=8 $B/chainsig-${PROBE_BIN:-new} verify --backend cuda $D/sm2.jsonl > $D/s4.out 2> $R/four-engines.$rep
+   cmp -s $D/s4.out $D/sm2.jsonl.cpu && log "four engines rep $rep: = CPU" || log "four engines rep $rep: DIFFER $(tail -1 $R/four-engines.$rep)"
+  done ;;
+ engines)
+  # Every call of a CLI run goes whole to the least busy of E engines on device 0 (the devices
+  # list repeats ordinal 0; shard_below above any call), W chunks in hand.
+  for f in sm2.jsonl secp256k1.jsonl sm2.rows secp256k1.rows txs.bin; do
+   sa=--stats; case $f in *.rows) cmd="verify --rows";; txs.bin) cmd="recover --raw"; sa=;; *) cmd=verify;; esac
+   ref=$D/$f.cpu; [ -s $ref ] || $B/chainsig-new $cmd --backend cpu $D/$f > $ref 2>/dev/null
+   for rep in 1 2; do for ew in ${ENGINES:-1:4 2:4 2:8 4:8}; do
+    e=${ew%:*}; w=${ew#*:}; cfg=
+    [ $e -gt 1 ] && cfg="{\"devices\":[0$(printf ',0%.0s' $(seq 2 $e))],\"shard_below\":1048577}"
+    st=$R/eng-$f-$e-$w.stats.$rep
+    CHAINSIG_CUDA_CONFIG="$cfg" CHAINSIG_VERIFY_WORKERS=$w T eng-$f-$e-$w $B/chainsig-new $cmd --backend cuda $sa $D/$f > $D/eng.out 2> $st
+    cmp -s $D/eng.out $ref && ok="= CPU" || ok=DIFFER
+    log "$f engines $e workers $w rep $rep: $ok; $(grep -h -E 'wall|recovered' $st | head -1)"
+   done; done
+   cat $R/eng-$f-*.stats.2 >> $L
   done ;;
  engine)
   $B/chainsig-new bench --backend cuda --alg sm2,secp256k1 > $R/engine.txt 2>&1; tail -20 $R/engine.txt >> $L ;;
