@@ -10,7 +10,7 @@
 #   variants  VARIANTS (binary[:ENV=value,...]) on FILES, two rounds, with the chunk timeline;
 #   engines   several engines on the one card (ENGINES: engines:workers pairs);
 #   probe     profiling tools present, CUDA start-up cost, mimalloc's statistics, perf if present;
-#   gputests  the GPU tests of the carried `cuda` test binary;
+#   gputests  the GPU tests of the carried `cuda` test binary (GPUTESTS: its filters);
 #   sanitize  four engines on one card under compute-sanitizer, then five plain runs.
 # Layout (git-ignored, carried with the device tool's `carry`; CARRY names the folder, default
 # .carry/w5): bins.tar.xz holding bins/chainsig-<name> (release CLIs) and bins/cuda-test* (`cargo
@@ -122,7 +122,7 @@ for step in $STEPS; do
   fi ;;
  gputests)
   # The GPU tests of the carried `cuda` test binary (every one against the CPU or RustCrypto).
-  timeout ${GPUTESTS_LIMIT:-240} $B/cuda-test gpu --test-threads 1 --nocapture > $R/gputests.txt 2>&1
+  timeout ${GPUTESTS_LIMIT:-240} $B/cuda-test ${GPUTESTS:-gpu} --test-threads 1 --nocapture > $R/gputests.txt 2>&1
   log "gpu tests: rc $?"; grep -E "^test |test result|disagree|records" $R/gputests.txt | tail -40 | tee -a $L ;;
  sanitize)
   # The run that failed once with four engines on one card (an illegal address, seen at the
