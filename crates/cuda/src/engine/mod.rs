@@ -602,3 +602,25 @@ fn gtable() -> Result<&'static [u32], BackendError> {
             reason: e.clone(),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The three tables built at once on their threads (the host builds keep their scratch state
+    /// per thread) are the tables each curve's build gives alone.
+    #[test]
+    fn tables_built_side_by_side_equal_each_built_alone() {
+        build_tables_early();
+        assert_eq!(gtable().unwrap(), host::build_gtable().unwrap().as_slice());
+        for alg in [Algorithm::Secp256k1, Algorithm::P256] {
+            let alone = ecdsa::ecdsa_host_curve(alg)
+                .unwrap()
+                .ecdsa()
+                .unwrap()
+                .build_gtable()
+                .unwrap();
+            assert_eq!(ecdsa::ecdsa_gtable(alg).unwrap(), alone.as_slice(), "{alg}");
+        }
+    }
+}
