@@ -131,6 +131,7 @@ struct Answer {
     asked: Option<Instant>,
     got: Option<Instant>,
     done: Option<Instant>,
+    /// The worker thread that answered it (for the trace).
     worker: String,
 }
 
@@ -143,19 +144,30 @@ const TRACE_VAR: &str = "CHAINSIG_VERIFY_TRACE";
 /// milliseconds from the run's start. Where `--stats` gives each stage's sum, this shows what
 /// waited on what.
 struct Trace {
-    path: std::path::PathBuf,
+    file: std::fs::File,
     text: String,
 }
 
 impl Trace {
-    fn from_env() -> Option<Trace> {
-        let path = std::env::var_os(TRACE_VAR).filter(|p| !p.is_empty())?;
-        Some(Trace {
-            path: path.into(),
+    /// The trace the variable asks for, its file created now, so that a path that cannot be
+    /// written is refused before any work.
+    fn from_env() -> anyhow::Result<Option<Trace>> {
+        let Some(path) = std::env::var_os(TRACE_VAR).filter(|p| !p.is_empty()) else {
+            return Ok(None);
+        };
+        let path = std::path::PathBuf::from(path);
+        let file = std::fs::File::create(&path).map_err(|e| {
+            anyhow::Error::new(e).context(format!(
+                "{TRACE_VAR}: cannot write {}",
+                crate::input::shown(&path)
+            ))
+        })?;
+        Ok(Some(Trace {
+            file,
             text: "chunk,records,worker,asked_ms,got_ms,parse_ms,prepare_ms,verify_ms,done_ms,\
                    write_from_ms,write_to_ms\n"
                 .into(),
-        })
+        }))
     }
 
     fn add(&mut self, chunk: u64, answer: &Answer, start: Instant, wrote: (Instant, Instant)) {
@@ -178,13 +190,11 @@ impl Trace {
         );
     }
 
-    fn save(&self) -> anyhow::Result<()> {
-        std::fs::write(&self.path, &self.text).map_err(|e| {
-            anyhow::Error::new(e).context(format!(
-                "{TRACE_VAR}: cannot write {}",
-                crate::input::shown(&self.path)
-            ))
-        })
+    fn save(&mut self) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        self.file
+            .write_all(self.text.as_bytes())
+            .map_err(|e| anyhow::Error::new(e).context(format!("{TRACE_VAR}: writing the trace")))
     }
 }
 
@@ -252,10 +262,11 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
         key,
         line: first,
         summary: Summary::default(),
-        trace: Trace::from_env(),
+        trace: Trace::from_env()?,
         chunks: 0,
         started,
     };
+    let tracing = writer.trace.is_some();
     crate::ordered::run(
         workers()?,
         || {
@@ -268,14 +279,15 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
             answer.asked = Some(asked);
             answer.got = Some(got);
             answer.done = Some(Instant::now());
-            if writer_traces() {
+            // Workers name themselves only for the trace.
+            if tracing {
                 answer.worker = format!("{:?}", std::thread::current().id());
             }
             Ok(answer)
         },
         |answer| writer.write(answer),
     )?;
-    if let Some(trace) = &writer.trace {
+    if let Some(trace) = &mut writer.trace {
         trace.save()?;
     }
     let mut summary = writer.summary;
@@ -285,11 +297,6 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
         .zip(gpu_before)
         .map(|(cuda, before)| cuda.pipeline_times().since(&before));
     Ok(summary)
-}
-
-/// Whether the run writes a trace ([`Trace`]): only then do workers name themselves.
-fn writer_traces() -> bool {
-    std::env::var_os(TRACE_VAR).is_some_and(|p| !p.is_empty())
 }
 
 /// Parses, prepares and verifies one chunk, `opts.chunk` records at most a backend call.

@@ -842,6 +842,19 @@ fn stats_and_bench_from_file_time_each_stage() {
         }
     }
     assert_eq!(records, 121);
+    // A trace that cannot be written is refused before any answer.
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_chainsig"))
+        .args(["verify", "--backend", "cpu", file])
+        .env(
+            "CHAINSIG_VERIFY_TRACE",
+            dir.path("no-such-folder/trace.csv"),
+        )
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(refused.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("CHAINSIG_VERIFY_TRACE"), "{stderr}");
 
     let bench = chainsig(
         &[
