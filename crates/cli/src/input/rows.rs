@@ -270,8 +270,8 @@ mod tests {
     }
 
     /// Rows of random lengths (a few with random header bytes) back to back, read through short
-    /// reads (prompt, and in whole blocks) in chunks of every size: the chunks hold exactly the rows a header walk finds, in
-    /// order, and a truncated end is one refused record.
+    /// reads (prompt, and in whole blocks) in chunks of every size: the chunks hold exactly the
+    /// rows a header walk finds, in order, and a truncated end is one refused record.
     #[test]
     fn chunks_hold_the_rows_a_header_walk_finds() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
