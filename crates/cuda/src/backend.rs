@@ -127,10 +127,11 @@ impl CudaBackend {
     /// exactly or refused.
     pub fn new(cfg: CudaConfig) -> Result<Self, BackendError> {
         cfg.validate().map_err(unavailable)?;
-        if chainsig_gpu::driver_available() {
+        let driver = chainsig_gpu::driver_available();
+        if driver {
             crate::engine::build_tables_early();
         }
-        let ordinals = if chainsig_gpu::driver_available() {
+        let ordinals = if driver {
             cfg.devices.open_list().map_err(unavailable)?
         } else {
             vec![0] // opening it reports the missing driver
