@@ -141,11 +141,13 @@ const TRACE_VAR: &str = "CHAINSIG_VERIFY_TRACE";
 /// The timeline of a run, a CSV line per chunk, written where `CHAINSIG_VERIFY_TRACE` says:
 /// when its worker asked for it and got it (the wait is the reading), its parse, prepare and
 /// verify times, when it was answered, and when the writer began and ended its lines; times in
-/// milliseconds from the run's start. Where `--stats` gives each stage's sum, this shows what
-/// waited on what.
+/// milliseconds from the run's start, written as the chunks are. Where `--stats` gives each
+/// stage's sum, this shows what waited on what.
 struct Trace {
-    file: std::fs::File,
-    text: String,
+    file: std::io::BufWriter<std::fs::File>,
+    /// The first failed write: reported once the run's answers are all written, as a trace that
+    /// cannot be written does not stop the verification.
+    failed: Option<std::io::Error>,
 }
 
 impl Trace {
@@ -162,21 +164,28 @@ impl Trace {
                 crate::input::shown(&path)
             ))
         })?;
-        Ok(Some(Trace {
-            file,
-            text: "chunk,records,worker,asked_ms,got_ms,parse_ms,prepare_ms,verify_ms,done_ms,\
-                   write_from_ms,write_to_ms\n"
-                .into(),
-        }))
+        let mut trace = Trace {
+            file: std::io::BufWriter::new(file),
+            failed: None,
+        };
+        let header = writeln!(
+            trace.file,
+            "chunk,records,worker,asked_ms,got_ms,parse_ms,prepare_ms,verify_ms,done_ms,\
+             write_from_ms,write_to_ms"
+        );
+        trace.keep(header);
+        Ok(Some(trace))
     }
 
+    /// Adds chunk `chunk`'s line.
     fn add(&mut self, chunk: u64, answer: &Answer, start: Instant, wrote: (Instant, Instant)) {
         let at = |t: Option<Instant>| {
             t.map_or(f64::NAN, |t| t.duration_since(start).as_secs_f64() * 1e3)
         };
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        self.text += &format!(
-            "{chunk},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}\n",
+        let line = writeln!(
+            self.file,
+            "{chunk},{},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}",
             answer.verdicts.len(),
             answer.worker,
             at(answer.asked),
@@ -188,13 +197,27 @@ impl Trace {
             at(Some(wrote.0)),
             at(Some(wrote.1)),
         );
+        self.keep(line);
     }
 
+    /// Keeps the first failure of a write.
+    fn keep(&mut self, written: std::io::Result<()>) {
+        if let (Err(e), None) = (written, &self.failed) {
+            self.failed = Some(e);
+        }
+    }
+
+    /// Writes what is buffered (at the end of the run); the first failure, if any, as an error
+    /// naming the variable.
     fn save(&mut self) -> anyhow::Result<()> {
-        use std::io::Write as _;
-        self.file
-            .write_all(self.text.as_bytes())
-            .map_err(|e| anyhow::Error::new(e).context(format!("{TRACE_VAR}: writing the trace")))
+        let flushed = self.file.flush();
+        self.keep(flushed);
+        match self.failed.take() {
+            Some(e) => {
+                Err(anyhow::Error::new(e).context(format!("{TRACE_VAR}: writing the trace")))
+            }
+            None => Ok(()),
+        }
     }
 }
 
