@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Compiles every chainsig-cuda and chainsig-ctru-cuda kernel with NVRTC 13.0 for sm_90 and fails on
-# register spills.
+# Compiles every chainsig-cuda and chainsig-ctru-cuda kernel module a default backend loads with
+# NVRTC 13.0 for sm_90 and fails on register spills; CHAINSIG_NVRTC_ABLATIONS=1 adds the SM2
+# configurations only the benchmark sweep loads (scripts/kernel_cache.sh sets it).
 # Needs no GPU: installs the nvidia-cuda-nvrtc wheel into a private folder and points the loader at it.
 # Usage: .ci/nvrtc-check.sh   (from anywhere; CHAINSIG_CACHE_DIR may name a cache to fill, or
 # CHAINSIG_NVRTC_CACHE_ROOT a folder holding one cache per NVRTC version, as .ci/run does)

@@ -14,8 +14,9 @@ export CHAINSIG_CACHE_DIR="$dir"
 # KERNEL_CACHE_SEED=DIR starts from a cache made before (CI's, say): entries are keyed by what they
 # were made from, so the unchanged ones are reused and only changed kernels compile.
 if [ -n "${KERNEL_CACHE_SEED:-}" ]; then cp -a "$KERNEL_CACHE_SEED"/. "$dir"/; fi
-# The NVRTC tests of both GPU crates: every SM2 configuration, ECDSA, SM3, raw transactions, KEM.
-bash "$repo/.ci/nvrtc-check.sh"
+# The NVRTC tests of both GPU crates: every SM2 configuration (the sweep's ablations too, which
+# CI leaves out), ECDSA, SM3, raw transactions, KEM.
+CHAINSIG_NVRTC_ABLATIONS=1 bash "$repo/.ci/nvrtc-check.sh"
 # The default engine's modules as the CLI opens them (the same keys; fills what the tests skip).
 wheel_dir="${NVRTC_WHEEL_DIR:-${TMPDIR:-/tmp}/chainsig-nvrtc13}"
 lib="$(find "$wheel_dir" -name 'libnvrtc.so.13*' | grep -v builtins | head -n1)"

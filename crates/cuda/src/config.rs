@@ -242,6 +242,14 @@ impl CudaConfig {
         c.max(1).next_multiple_of(64)
     }
 
+    /// The SM2 kernel configurations a backend of this configuration loads, one module each: its
+    /// main kernel first, then its forms for small batches ([`CudaConfig::small_kernels`]).
+    pub fn sm2_kernels(&self) -> Vec<KernelConfig> {
+        std::iter::once(self.kernel)
+            .chain(self.small_kernels().into_iter().map(|(k, _)| k))
+            .collect()
+    }
+
     /// The kernels loaded beside the main one for smaller batches, each with the largest batch
     /// it takes, smallest first: the split quad form, the split lane-pair form, the compact form.
     pub(crate) fn small_kernels(&self) -> Vec<(KernelConfig, usize)> {

@@ -34,7 +34,7 @@ pub fn nvrtc_or_skip() -> bool {
         std::env::var("CHAINSIG_REQUIRE_NVRTC").as_deref() != Ok("1"),
         "CHAINSIG_REQUIRE_NVRTC=1 but libnvrtc cannot be loaded (LD_LIBRARY_PATH?)"
     );
-    eprintln!("skipped: libnvrtc not found; run crates/cuda/ci/nvrtc-check.sh");
+    eprintln!("skipped: libnvrtc not found; run .ci/nvrtc-check.sh");
     false
 }
 

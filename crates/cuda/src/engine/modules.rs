@@ -12,9 +12,7 @@ pub(super) fn compile_sm2_modules(
     cfg: &CudaConfig,
     arch: &str,
 ) -> Result<Vec<(KernelConfig, chainsig_gpu::Compiled)>, BackendError> {
-    let kernels: Vec<KernelConfig> = std::iter::once(cfg.kernel)
-        .chain(cfg.small_kernels().into_iter().map(|(k, _)| k))
-        .collect();
+    let kernels = cfg.sm2_kernels();
     let compiled: Vec<chainsig_gpu::Compiled> = std::thread::scope(|scope| {
         let jobs: Vec<_> = kernels
             .iter()

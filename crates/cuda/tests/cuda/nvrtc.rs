@@ -1,19 +1,51 @@
-//! Compiles every kernel configuration with NVRTC for sm_90 and fails on register spills (beyond
-//! the declared budget of the register-capped default, see `KernelConfig::spill_budget`).
-//! Needs libnvrtc (the `nvidia-cuda-nvrtc` wheel; see ci/nvrtc-check.sh) but no GPU. Without the
+//! Compiles the kernel modules with NVRTC for sm_90 and fails on register spills (beyond the
+//! declared budget of the register-capped default, see `KernelConfig::spill_budget`): every module
+//! a default backend loads, and with `CHAINSIG_NVRTC_ABLATIONS=1` the sweep's other configurations.
+//! Needs libnvrtc (the `nvidia-cuda-nvrtc` wheel; see .ci/nvrtc-check.sh) but no GPU. Without the
 //! library it prints why it skipped, unless CHAINSIG_REQUIRE_NVRTC=1, when it fails.
 
 use chainsig_cuda::kernels::{self, KernelConfig};
 
+/// The SM2 modules a default backend loads (its main kernel and the forms for small batches).
 #[test]
-fn every_kernel_compiles_for_sm90_without_spills() {
+fn loaded_sm2_kernels_compile_for_sm90_within_their_spill_budgets() {
     if !chainsig_gpu::nvrtc_or_skip() {
         return;
     }
+    compile_and_check(&chainsig_cuda::CudaConfig::default().sm2_kernels());
+}
+
+/// Every other configuration of the switches: the ablations of the benchmark sweep, which no
+/// backend loads unless its configuration names them. They share the loaded kernels' source and
+/// differ by defines, and compiling them is most of this module's cold time (about 25 modules of
+/// 8–12 s each on the 2-core CI machine), so they compile where `CHAINSIG_NVRTC_ABLATIONS=1`:
+/// in `scripts/kernel_cache.sh`, which every device run of the sweep goes through.
+#[test]
+fn ablation_kernels_compile_for_sm90_within_their_spill_budgets() {
+    if std::env::var("CHAINSIG_NVRTC_ABLATIONS").as_deref() != Ok("1") {
+        eprintln!("skipped: the ablation kernels compile with CHAINSIG_NVRTC_ABLATIONS=1 (scripts/kernel_cache.sh)");
+        return;
+    }
+    if !chainsig_gpu::nvrtc_or_skip() {
+        return;
+    }
+    let loaded = chainsig_cuda::CudaConfig::default().sm2_kernels();
+    let ablations: Vec<KernelConfig> = KernelConfig::all()
+        .into_iter()
+        .filter(|c| !loaded.contains(c))
+        .collect();
+    assert!(
+        ablations.len() >= 20,
+        "the sweep's configurations are there"
+    );
+    compile_and_check(&ablations);
+}
+
+/// Compiles each configuration as its own module, as the backend loads them, side by side and
+/// through the disk cache (so a run also fills the cache a GPU machine can be given), and fails
+/// on a module that spills beyond its configuration's budget.
+fn compile_and_check(configs: &[KernelConfig]) {
     use rayon::prelude::*;
-    let configs = KernelConfig::all();
-    // One module per configuration, as the backend loads them; through the disk cache, so a run of
-    // this test also fills the cache a GPU machine can be given.
     let compiled: Vec<_> = configs
         .par_iter()
         .map(|c| {
@@ -31,7 +63,7 @@ fn every_kernel_compiles_for_sm90_without_spills() {
             r.kernel, r.registers, r.stack_bytes, r.spill_stores, r.spill_loads
         );
     }
-    for c in &configs {
+    for c in configs {
         let r = res
             .iter()
             .find(|r| r.kernel == c.name())
