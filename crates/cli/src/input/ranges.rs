@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 const PROBE: usize = 4 << 10;
 /// Bytes sampled from the file's start to estimate its bytes per line.
 const SAMPLE: usize = 4 << 20;
+/// Bytes of a range one thread reads and scans: a range of 31 MB (65,536 SM2 records) is read
+/// by up to 16 threads.
+const READ_PIECE: usize = 2 << 20;
 /// Bounds of a range: large enough that a chunk keeps a GPU busy, small enough that a file of
 /// long lines does not put hundreds of MB in one chunk.
 const MIN_SPAN: u64 = 1 << 20;
@@ -39,6 +42,8 @@ pub struct FileRanges {
     len: u64,
     /// Bytes per range.
     span: u64,
+    /// Bytes of a range one thread reads ([`READ_PIECE`]; smaller in tests).
+    piece: usize,
     /// The next range's number and first byte.
     next: Mutex<(u64, u64)>,
     /// Time spent reading and cutting lines, summed over the threads, in nanoseconds.
@@ -65,6 +70,7 @@ impl FileRanges {
             file,
             len,
             span,
+            piece: READ_PIECE,
             next: Mutex::new((0, 0)),
             busy: AtomicU64::new(0),
             buffers: Arc::new(Buffers::default()),
@@ -106,16 +112,32 @@ impl FileRanges {
                 None => return Ok(TextChunk::starting_at(0, Vec::new())),
             },
         };
-        let mut text = self.buffers.take((end - first) as usize + READ_BLOCK);
-        text.resize((end - first) as usize, 0);
-        self.read_exact(&mut text, first)?;
+        let len = (end - first) as usize;
+        let text = self.buffers.take_filled(len, len + READ_BLOCK);
         let mut chunk = TextChunk::starting_at(0, text);
         chunk.pool = Some(self.buffers.clone());
-        let mut scan = 0;
-        while let Some(at) = memchr::memchr(b'\n', &chunk.text[scan..]) {
-            scan += at + 1;
-            chunk.end_line(scan);
+        // The range in pieces read and scanned for newlines side by side: one thread's copy
+        // from the page cache (about 2 GB/s) was the longest stage of a chunk of SM2 records on
+        // the GPU host, 13–22 ms of 65,536 lines (BENCHMARKS.md, the chunk timeline).
+        let newlines = {
+            use rayon::prelude::*;
+            chunk
+                .text
+                .par_chunks_mut(self.piece)
+                .enumerate()
+                .map(|(p, piece)| {
+                    let at = p * self.piece;
+                    self.read_exact(piece, first + at as u64)?;
+                    Ok(memchr::memchr_iter(b'\n', piece)
+                        .map(|k| at + k + 1)
+                        .collect::<Vec<usize>>())
+                })
+                .collect::<io::Result<Vec<Vec<usize>>>>()?
+        };
+        for end in newlines.into_iter().flatten() {
+            chunk.end_line(end);
         }
+        let scan = chunk.tail();
         if scan < chunk.text.len() {
             self.finish_last_line(&mut chunk, end)?;
         }
@@ -211,7 +233,17 @@ mod tests {
 
     /// Every line of `text` read in ranges of `span` bytes, in order, with the number of ranges.
     fn lines_in_ranges(text: &[u8], span: u64) -> (Vec<Result<String, &'static str>>, usize) {
-        let ranges = FileRanges::with_span(file_of(text), text.len() as u64, span);
+        lines_in_pieces(text, span, READ_PIECE)
+    }
+
+    /// As [`lines_in_ranges`], each range read by threads `piece` bytes at a time.
+    fn lines_in_pieces(
+        text: &[u8],
+        span: u64,
+        piece: usize,
+    ) -> (Vec<Result<String, &'static str>>, usize) {
+        let mut ranges = FileRanges::with_span(file_of(text), text.len() as u64, span);
+        ranges.piece = piece;
         let mut lines = Vec::new();
         let mut count = 0;
         while let Some((seq, chunk)) = ranges.next() {
@@ -275,10 +307,11 @@ mod tests {
                 })
                 .collect();
             let span = rng.gen_range(1..=text.len().max(1) as u64 + 3);
+            let piece = rng.gen_range(1..=span as usize + 2);
             assert_eq!(
-                lines_in_ranges(&text, span).0,
+                lines_in_pieces(&text, span, piece).0,
                 want,
-                "round {round}, span {span}"
+                "round {round}, span {span}, piece {piece}"
             );
         }
     }
