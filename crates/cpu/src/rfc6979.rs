@@ -25,7 +25,7 @@ fn finish(mac: HmacSha256, out: &mut [u8; 32]) {
 
 /// The message reduced mod n (RFC 6979's bits2octets for a 256-bit order): a 256-bit value is
 /// below 2n, so one conditional subtraction. The message is public.
-fn reduce_mod_n(message: &[u8; 32]) -> [u8; 32] {
+pub(crate) fn reduce_mod_n(message: &[u8; 32]) -> [u8; 32] {
     let n = &chainsig_core::curve::SECP256K1.n;
     if message < n {
         return *message;

@@ -108,7 +108,7 @@ pub(crate) fn mul_base_ct<C: LaneCurve>(k: &Fe8<C::N>) -> Jac8<C> {
 }
 
 /// The affine coordinates of finite points, fully reduced and out of Montgomery form, in
-/// constant time: Z⁻¹ = Z^(p−2) by Fermat (a fixed chain for the public exponent). The point's
+/// constant time: Z⁻¹ by the lanes' constant-time inversion ([`super::invert`]). The point's
 /// Jacobian coordinates and Z⁻¹ are wiped (they depend on the path the comb took).
 #[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) fn to_affine_ct<C: LaneCurve>(point: &mut Jac8<C>) -> (Fp<C>, Fp<C>) {

@@ -322,10 +322,18 @@ impl<M: LaneModulus> Fe8<M> {
         acc
     }
 
-    /// self⁻¹ mod m (0 for 0), in Montgomery form for a Montgomery-form input: self^(m−2).
+    /// self⁻¹ mod m in every lane (0 for 0), in Montgomery form for a Montgomery-form input:
+    /// Montgomery's trick across the lanes and one constant-time inversion
+    /// ([`super::invert::invert_lanes`]).
     #[target_feature(enable = "avx512f,avx512ifma")]
     pub(crate) fn invert(&self) -> Self {
-        self.pow(&M::M.m_minus_2)
+        super::invert::invert_lanes::<M, false>(self)
+    }
+
+    /// As [`Fe8::invert`], for public values only (verification, recovery): variable time.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(crate) fn invert_public(&self) -> Self {
+        super::invert::invert_lanes::<M, true>(self)
     }
 }
 

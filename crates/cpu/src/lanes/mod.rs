@@ -15,6 +15,8 @@
 //! # Files
 //! - [`modulus`]: the radix-2⁵² constants of each modulus.
 //! - [`field`]: eight elements mod m: multiplication, addition, reduction, inversion.
+//! - [`invert`]: the eight lanes' inverses by Montgomery's trick and one constant-time inversion.
+//! - [`nonce`]: eight RFC 6979 nonces at once, SHA-256 in 32-bit lanes, for the signer.
 //! - [`point`]: eight Jacobian points, additions whose exceptional cases are lane masks.
 //! - [`curves`]: SM2, P-256 and secp256k1 as lane curves.
 //! - [`mul`]: u₁·G + u₂·Q with a fixed-base comb for G and a window for Q.
@@ -63,9 +65,13 @@ mod decompress;
 #[cfg(target_arch = "x86_64")]
 mod field;
 #[cfg(target_arch = "x86_64")]
+mod invert;
+#[cfg(target_arch = "x86_64")]
 mod modulus;
 #[cfg(target_arch = "x86_64")]
 mod mul;
+#[cfg(target_arch = "x86_64")]
+mod nonce;
 #[cfg(target_arch = "x86_64")]
 mod point;
 #[cfg(target_arch = "x86_64")]
@@ -138,12 +144,14 @@ impl LaneMode {
     }
 }
 
-/// Whether this CPU runs the lanes (AVX-512F and AVX-512 IFMA).
+/// Whether this CPU runs the lanes (AVX-512F and AVX-512 IFMA, and AVX-512VL for the signer's
+/// 256-bit hashing lanes: every CPU with IFMA has it).
 pub fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512ifma")
+            && std::arch::is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -28,8 +28,6 @@ pub(crate) struct Modulus52 {
     pub(crate) r2: [u64; LIMBS],
     /// R mod m, the Montgomery form of 1.
     pub(crate) one: [u64; LIMBS],
-    /// m − 2, the Fermat exponent of the inverse, in 64-bit limbs.
-    pub(crate) m_minus_2: [u64; 4],
 }
 
 /// A modulus as a type, so that elements mod p and mod n never mix.
@@ -179,7 +177,6 @@ impl Modulus52 {
             k0,
             r2: to_radix52(&r),
             one: to_radix52(&one),
-            m_minus_2: sub64(&m64, &[2, 0, 0, 0]).0,
         }
     }
 }

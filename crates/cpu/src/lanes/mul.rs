@@ -107,7 +107,7 @@ fn build_g_table<C: LaneCurve>() -> Vec<u64> {
         digits[i] = unsafe { _mm512_loadu_si512([1i64, 2, 3, 4, 5, 6, 7, 8].as_ptr().cast()) };
         let p = mul_window::<C>(&digits, &gx, &gy);
         debug_assert_eq!(p.inf, 0);
-        let z_inv = p.z.invert();
+        let z_inv = p.z.invert_public();
         let z_inv2 = z_inv.square();
         let x = p.x.mul(&z_inv2).canonical().store();
         let y = p.y.mul(&z_inv2).mul(&z_inv).canonical().store();

@@ -92,14 +92,14 @@ pub(crate) fn recover_group(items: &[RecoverItem], rule: SRule) -> [Option<Recov
     let e = Scalar::load(&packed.e);
     let r = Scalar::load(&packed.r);
     let s = Scalar::load(&packed.s);
-    let w = r.to_mont().invert();
+    let w = r.to_mont().invert_public();
     let u1 = e.mul(&w).neg().canonical();
     let u2 = s.mul(&w).canonical();
     let q = lincomb::<Curve>(&u1, &u2, &x, &y);
     // s·R = e·G: Q is infinity, no key.
     ok &= !q.inf & !q.z.is_zero();
 
-    let z_inv = q.z.invert();
+    let z_inv = q.z.invert_public();
     let z_inv2 = z_inv.square();
     let qx = q.x.mul(&z_inv2).out_of_mont().store();
     let qy = q.y.mul(&z_inv2).mul(&z_inv).out_of_mont().store();

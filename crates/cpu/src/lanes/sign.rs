@@ -7,13 +7,15 @@
 //! code ([`super::field`]) for secp256k1.
 //!
 //! # Per lane, all eight at once
-//! 1. k = RFC 6979 nonce of (d, z), attempt 0, per lane (HMAC-SHA256; constant time in d).
+//! 1. k = RFC 6979 nonce of (d, z), attempt 0, per lane (HMAC-SHA256 in eight 32-bit lanes,
+//!    [`super::nonce`]; constant time in d).
 //! 2. R = k·G by the constant-time comb ([`super::ct_comb`]).
-//! 3. x(R), y(R): Z⁻¹ = Z^(p−2) by Fermat ([`Fe8::invert`]: a fixed chain of squarings and
-//!    multiplications by a public exponent), so the affine conversion is constant time.
+//! 3. x(R), y(R): Z⁻¹ of the eight lanes by Montgomery's trick across them and one
+//!    constant-time safegcd inversion ([`super::invert`]), so the affine conversion is constant
+//!    time.
 //! 4. r = x(R) mod n: x < p < 2n, so one masked subtraction; the recovery id's bit 1 is that
 //!    "x ≥ n" mask, its bit 0 the parity of y(R) (a masked test of the low limb).
-//! 5. s = k⁻¹·(z + r·d) mod n, k⁻¹ = k^(n−2) by Fermat in the scalar lanes (constant time).
+//! 5. s = k⁻¹·(z + r·d) mod n, k⁻¹ by the same batched inversion in the scalar lanes.
 //! 6. Low s: where s > n/2 (a vector compare of s with n − s), s becomes n − s by a masked blend
 //!    and bit 0 of the recovery id flips (R becomes −R), as libsecp256k1 does.
 //!
@@ -33,7 +35,8 @@
 //!   above; every choice is a blend (`vpblendmq`) under a mask register, every comparison a
 //!   vector compare into a mask.
 //! - No address depends on them: the comb scans whole table rows ([`super::ct_comb::lookup`]);
-//!   [`Fe8::pow`] indexes its window table by the public exponent's nibbles only.
+//!   the inversion's lane shifts are fixed permutations, and its one scalar inversion
+//!   (`crypto-bigint`'s `invert_odd_mod`, Bernstein–Yang safegcd) runs a fixed number of steps.
 //! - The recovery id and the output bytes are public (they are the signature).
 //! - Verification's comb ([`super::mul::mul_base`], gathers) and addition
 //!   ([`super::point::Jac8::add_affine`], which branches when a doubling occurs) are not used.
@@ -52,8 +55,8 @@ use super::ct_comb::{mul_base_ct, to_affine_ct};
 use super::curves::K256Curve;
 use super::field::{splat, Fe8, Mask};
 use super::modulus::{be_from_radix52, radix52_from_be, LaneModulus, LIMBS};
+use super::nonce::nonces;
 use super::point::LaneCurve;
-use crate::rfc6979::nonce;
 use core::arch::x86_64::*;
 use secp256k1::ecdsa::{RecoverableSignature, RecoveryId};
 use secp256k1::{Message, Secp256k1, SecretKey, SignOnly};
@@ -131,22 +134,22 @@ fn sign_columns(d: &Column, k: &Column, z: &Column) -> LaneSignatures {
 
 /// Signs up to eight (key, digest) pairs; signature i for pair i, each byte for byte
 /// libsecp256k1's `sign_ecdsa_recoverable`.
-#[target_feature(enable = "avx512f,avx512ifma")]
+#[target_feature(enable = "avx512f,avx512ifma,avx512vl")]
 pub(crate) fn sign_group(keys: &[&SecretKey], digests: &[[u8; 32]]) -> Vec<RecoverableSignature> {
     assert!(keys.len() == digests.len() && keys.len() <= 8);
     let mut one = [0u8; 32];
     one[31] = 1;
-    let mut d = Zeroizing::new([radix52_from_be(&one); 8]);
-    let mut k = Zeroizing::new([radix52_from_be(&one); 8]);
-    let mut z = [[0u64; LIMBS]; 8];
+    let mut secrets = Zeroizing::new([one; 8]);
+    let mut messages = [[0u8; 32]; 8];
     for (lane, (key, digest)) in keys.iter().zip(digests).enumerate() {
-        let secret = Zeroizing::new(key.secret_bytes());
-        let mut nonce_bytes = Zeroizing::new([0u8; 32]);
-        nonce(&secret, digest, 0, &mut nonce_bytes);
-        d[lane] = radix52_from_be(&secret);
-        k[lane] = radix52_from_be(&nonce_bytes);
-        z[lane] = radix52_from_be(digest);
+        secrets[lane] = key.secret_bytes();
+        messages[lane] = *digest;
     }
+    let mut nonce_bytes = Zeroizing::new([[0u8; 32]; 8]);
+    nonces(&secrets, &messages, &mut nonce_bytes);
+    let mut d = Zeroizing::new(secrets.map(|s| radix52_from_be(&s)));
+    let mut k = Zeroizing::new(nonce_bytes.map(|b| radix52_from_be(&b)));
+    let z = messages.map(|m| radix52_from_be(&m));
     let lanes = sign_columns(&d, &k, &z);
     d.zeroize();
     k.zeroize();

@@ -4,8 +4,9 @@
 //! nonce outside [1, n − 1] or one that gives r = 0, r + k = n or s = 0.
 //!
 //! The method is that of the secp256k1 signer ([`super::sign`]): k·G by the constant-time comb
-//! ([`super::ct_comb`]), the affine x₁ and (1 + d)⁻¹ by Fermat inversions (fixed chains of a
-//! public exponent), every choice a masked blend. The nonces come from the caller (chainsig's
+//! ([`super::ct_comb`]), the affine x₁ and (1 + d)⁻¹ by the lanes' constant-time inversion
+//! (Montgomery's trick across the lanes and one safegcd, [`super::invert`]), every choice a
+//! masked blend. The nonces come from the caller (chainsig's
 //! scalar SM2 signer hedges them, SM3 over key, message and fresh randomness): the lanes sign
 //! what they are given, as `sign_prehashed_with_nonce` does. The per-lane verdict "this nonce
 //! signs" is the one value revealed, as there (and as libsecp256k1 reveals its own); it is false

@@ -72,6 +72,11 @@ fn ops<M: LaneModulus>(
         ("canonical", x.canonical().store(), 0),
         ("mont round trip", x.to_mont().out_of_mont().store(), 0),
         ("invert", x.to_mont().invert().out_of_mont().store(), 0),
+        (
+            "invert_public",
+            x.to_mont().invert_public().out_of_mont().store(),
+            0,
+        ),
         ("is_zero", x.store(), x.is_zero()),
         ("equals", x.store(), x.equals(&y)),
     ]
@@ -106,7 +111,7 @@ fn check_modulus<M: LaneModulus>(name: &str, seed: u64) {
                     "sub" => ((x + &two_m * 2u32 - y) % &m, false),
                     "neg" => ((&two_m * 2u32 - x) % &m, false),
                     "canonical" | "mont round trip" => (reduced(x), true),
-                    "invert" => (reduced(x).modpow(&(&m - 2u32), &m), true),
+                    "invert" | "invert_public" => (reduced(x).modpow(&(&m - 2u32), &m), true),
                     "is_zero" => {
                         assert_eq!(
                             mask >> l & 1 == 1,
@@ -156,5 +161,40 @@ fn radix_conversion_round_trips() {
     for _ in 0..100 {
         let v: [u64; 4] = rng.gen();
         assert_eq!(from_radix52(&to_radix52(&v)), v);
+    }
+}
+
+/// The eight-lane RFC 6979 nonces against the one-at-a-time function, byte for byte: random keys
+/// and digests, digests at and above n (reduced first) and keys of extreme bytes.
+#[test]
+fn lane_nonces_are_the_scalar_nonces() {
+    if !super::available() {
+        eprintln!("skipped: this CPU lacks AVX-512 IFMA");
+        return;
+    }
+    let n = chainsig_core::curve::SECP256K1.n;
+    let mut rng = ChaCha20Rng::seed_from_u64(6979);
+    for round in 0..300 {
+        let mut keys = [[0u8; 32]; 8];
+        let mut digests = [[0u8; 32]; 8];
+        for lane in 0..8 {
+            rng.fill(&mut keys[lane]);
+            rng.fill(&mut digests[lane]);
+            match (round + lane) % 7 {
+                0 => digests[lane] = n,
+                1 => digests[lane] = [0xff; 32],
+                2 => keys[lane] = [0; 32],
+                3 => keys[lane] = [0xff; 32],
+                _ => {}
+            }
+        }
+        let mut got = [[0u8; 32]; 8];
+        // SAFETY: the CPU has the lanes (checked above).
+        unsafe { super::nonce::nonces(&keys, &digests, &mut got) };
+        for lane in 0..8 {
+            let mut want = [0u8; 32];
+            crate::rfc6979::nonce(&keys[lane], &digests[lane], 0, &mut want);
+            assert_eq!(got[lane], want, "round {round}, lane {lane}");
+        }
     }
 }

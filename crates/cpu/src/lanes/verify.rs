@@ -96,7 +96,7 @@ pub(crate) fn verify_group<C: LaneCurve>(items: &[PreparedItem], scheme: Scheme)
         }
         Scheme::Ecdsa { .. } => {
             // w = s⁻¹ in Montgomery form, so a Montgomery product with a plain value is plain.
-            let w = s.to_mont().invert();
+            let w = s.to_mont().invert_public();
             (e.mul(&w).canonical(), r.mul(&w).canonical(), r)
         }
     };
