@@ -153,6 +153,16 @@ impl Keyed {
     }
 }
 
+impl Keyed {
+    /// V = HMAC_K(V), for a 32-byte V per lane.
+    #[target_feature(enable = "avx2,avx512f,avx512vl")]
+    fn rehash(&self, v: &mut Value8) {
+        let mut block = value_block(v);
+        self.mac(core::slice::from_ref(&block), v);
+        block.zeroize();
+    }
+}
+
 impl Drop for Keyed {
     fn drop(&mut self) {
         self.inner.zeroize();
@@ -250,25 +260,20 @@ pub(crate) fn nonces(keys: &[[u8; 32]; 8], digests: &[[u8; 32]; 8], out: &mut [[
         core::array::from_fn(|lane| crate::rfc6979::reduce_mod_n(&digests[lane]));
     let mut x = value_of(keys);
     let h = value_of(&reduced);
+    // RFC 6979 §3.2 b and c: V = 0x01 0x01 …, K = 0x00 0x00 ….
     let mut k: Value8 = [_mm256_setzero_si256(); 8];
     let mut v: Value8 = [splat(0x0101_0101); 8];
-    let mut seed = [[_mm256_setzero_si256(); 16]; 2];
-    let mut block;
+    let mut keyed = Keyed::new(&k);
     for separator in [0u8, 1] {
-        // K = HMAC_K(V ‖ separator ‖ x ‖ h); V = HMAC_K(V).
-        let keyed = Keyed::new(&k);
-        seed = seed_blocks(&v, separator, &x, &h);
+        // d and f: K = HMAC_K(V ‖ separator ‖ x ‖ h); e and g: V = HMAC_K(V).
+        let mut seed = seed_blocks(&v, separator, &x, &h);
         keyed.mac(&seed, &mut k);
-        let keyed = Keyed::new(&k);
-        block = value_block(&v);
-        keyed.mac(core::slice::from_ref(&block), &mut v);
-        // T = HMAC_K(V), the first output (V becomes it).
-        if separator == 1 {
-            block = value_block(&v);
-            keyed.mac(core::slice::from_ref(&block), &mut v);
-        }
-        block.zeroize();
+        seed.zeroize();
+        keyed = Keyed::new(&k);
+        keyed.rehash(&mut v);
     }
+    // h: T = HMAC_K(V) under the same K, the first candidate nonce.
+    keyed.rehash(&mut v);
     let mut lanes = words_of(&v);
     for (lane, bytes) in out.iter_mut().enumerate() {
         for w in 0..8 {
@@ -276,7 +281,6 @@ pub(crate) fn nonces(keys: &[[u8; 32]; 8], digests: &[[u8; 32]; 8], out: &mut [[
         }
     }
     lanes.zeroize();
-    seed.zeroize();
     x.zeroize();
     k.zeroize();
     v.zeroize();
