@@ -193,9 +193,15 @@ impl PreparedRecords<'_> {
         if !raw.is_empty() {
             // Only identifiers ENTL can count come here (`raw_sm2`), so the batch is always built;
             // were it refused, its records would carry the refusal, not a verdict.
-            match RawSm2Batch::from_items(&raw) {
-                Ok(batch) => {
-                    let (answer, used) = registry.verify_raw_sm2(backend, &batch)?;
+            // A batch whose buffers an earlier call built, given back for the next.
+            let mut batch = RawSm2Batch::reused();
+            let answered = batch
+                .refill(&raw)
+                .map(|()| registry.verify_raw_sm2(backend, &batch));
+            batch.give_back();
+            match answered {
+                Ok(answer) => {
+                    let (answer, used) = answer?;
                     outcome.record(
                         Algorithm::Sm2,
                         used,
