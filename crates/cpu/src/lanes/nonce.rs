@@ -139,21 +139,14 @@ impl Keyed {
         for block in blocks {
             compress(&mut state, block);
         }
-        // The outer hash: the key's block, then the 32-byte inner digest, padded (96 bytes).
-        let mut last: [Word8; 16] = core::array::from_fn(|w| match w {
-            0..8 => state[w],
-            8 => splat(0x8000_0000),
-            15 => splat(96 * 8),
-            _ => _mm256_setzero_si256(),
-        });
+        // The outer hash: the key's block, then the 32-byte inner digest.
+        let mut last = value_block(&state);
         *out = self.outer;
         compress(out, &last);
         state.zeroize();
         last.zeroize();
     }
-}
 
-impl Keyed {
     /// V = HMAC_K(V), for a 32-byte V per lane.
     #[target_feature(enable = "avx2,avx512f,avx512vl")]
     fn rehash(&self, v: &mut Value8) {
@@ -189,18 +182,24 @@ fn value_block(v: &Value8) -> [Word8; 16] {
 }
 
 /// The two blocks of V ‖ separator ‖ key ‖ digest (97 bytes, after the key's block), padded
-/// for 161 bytes. Built byte by byte per lane, then turned into lane words.
+/// for 161 bytes: V from the lanes, the keys and digests as each lane's bytes. Built byte by
+/// byte per lane, then turned into lane words.
 #[target_feature(enable = "avx2,avx512f,avx512vl")]
-fn seed_blocks(v: &Value8, separator: u8, keys: &Value8, digests: &Value8) -> [[Word8; 16]; 2] {
-    let (v, keys, digests) = (words_of(v), words_of(keys), words_of(digests));
+fn seed_blocks(
+    v: &Value8,
+    separator: u8,
+    keys: &[[u8; 32]; 8],
+    digests: &[[u8; 32]; 8],
+) -> [[Word8; 16]; 2] {
+    let mut v = words_of(v);
     let mut bytes = [[0u8; 128]; 8];
     for (lane, b) in bytes.iter_mut().enumerate() {
         for w in 0..8 {
             b[4 * w..4 * w + 4].copy_from_slice(&v[lane][w].to_be_bytes());
-            b[33 + 4 * w..37 + 4 * w].copy_from_slice(&keys[lane][w].to_be_bytes());
-            b[65 + 4 * w..69 + 4 * w].copy_from_slice(&digests[lane][w].to_be_bytes());
         }
         b[32] = separator;
+        b[33..65].copy_from_slice(&keys[lane]);
+        b[65..97].copy_from_slice(&digests[lane]);
         b[97] = 0x80;
         b[120..128].copy_from_slice(&(161u64 * 8).to_be_bytes());
     }
@@ -216,6 +215,7 @@ fn seed_blocks(v: &Value8, separator: u8, keys: &Value8, digests: &Value8) -> [[
         }
     }
     bytes.zeroize();
+    v.zeroize();
     blocks
 }
 
@@ -239,34 +239,19 @@ fn words_of(v: &Value8) -> [[u32; 8]; 8] {
     lanes
 }
 
-/// 32 bytes per lane as lane words.
-#[target_feature(enable = "avx2,avx512f,avx512vl")]
-fn value_of(bytes: &[[u8; 32]; 8]) -> Value8 {
-    core::array::from_fn(|w| {
-        let mut column: [u32; 8] = core::array::from_fn(|lane| {
-            u32::from_be_bytes(bytes[lane][4 * w..4 * w + 4].try_into().expect("4 bytes"))
-        });
-        let word = load(&column);
-        column.zeroize();
-        word
-    })
-}
-
 /// The RFC 6979 nonce (attempt 0) of each lane's key and digest, into `out`, as
 /// [`crate::rfc6979::nonce`] makes it (the digest reduced mod n first).
 #[target_feature(enable = "avx2,avx512f,avx512vl")]
 pub(crate) fn nonces(keys: &[[u8; 32]; 8], digests: &[[u8; 32]; 8], out: &mut [[u8; 32]; 8]) {
     let reduced: [[u8; 32]; 8] =
         core::array::from_fn(|lane| crate::rfc6979::reduce_mod_n(&digests[lane]));
-    let mut x = value_of(keys);
-    let h = value_of(&reduced);
     // RFC 6979 §3.2 b and c: V = 0x01 0x01 …, K = 0x00 0x00 ….
     let mut k: Value8 = [_mm256_setzero_si256(); 8];
     let mut v: Value8 = [splat(0x0101_0101); 8];
     let mut keyed = Keyed::new(&k);
     for separator in [0u8, 1] {
         // d and f: K = HMAC_K(V ‖ separator ‖ x ‖ h); e and g: V = HMAC_K(V).
-        let mut seed = seed_blocks(&v, separator, &x, &h);
+        let mut seed = seed_blocks(&v, separator, keys, &reduced);
         keyed.mac(&seed, &mut k);
         seed.zeroize();
         keyed = Keyed::new(&k);
@@ -281,7 +266,6 @@ pub(crate) fn nonces(keys: &[[u8; 32]; 8], digests: &[[u8; 32]; 8], out: &mut [[
         }
     }
     lanes.zeroize();
-    x.zeroize();
     k.zeroize();
     v.zeroize();
 }
