@@ -5,8 +5,9 @@
 //! `crypto-bigint` implements it for 256-bit odd moduli.
 //!
 //! Why not Fermat in the lanes: a^(m−2) costs about 330 lane multiplications (256 squarings and a
-//! 4-bit window), 12.8 µs for the eight lanes on one Zen 4 core, where the prefix and suffix
-//! products below cost 8 and the scalar safegcd 5.3 µs (2026-12-07, this machine). Signing does
+//! 4-bit window), 12.8 µs for the eight lanes on one core of the development machine (an Intel
+//! Xeon with IFMA), where the prefix and suffix products below cost 8 and the scalar safegcd
+//! 5.3 µs (2026-12-07). Signing does
 //! two such inversions a call (k⁻¹ mod n and the comb's Z⁻¹ mod p), 40 % of a lane call of eight.
 //!
 //! # Steps
@@ -19,10 +20,11 @@
 //! 4. aᵢ⁻¹ = pᵢ₋₁·qᵢ₊₁·P⁻¹ in every lane at once.
 //!
 //! # Constant time
-//! For secrets (`PUBLIC` false) nothing here branches on or indexes by a lane's value: the zero test is a vector compare into a
-//! mask, the substitutions are blends, the shifts fixed permutations, and `invert_odd_mod` (not
-//! its `_vartime` twin, which public values take) runs a fixed number of divsteps. The values that leave the lanes (P and
-//! P⁻¹, as integers and limbs) are wiped before returning.
+//! For secrets (`PUBLIC` false) nothing here branches on or indexes by a lane's value: the zero
+//! test is a vector compare into a mask, the substitutions are blends, the shifts fixed
+//! permutations, and `invert_odd_mod` (not its `_vartime` twin, which public values take) runs a
+//! fixed number of divsteps. The values that leave the lanes (P and P⁻¹, as integers and limbs)
+//! are wiped before returning.
 
 use super::field::{Fe8, Mask};
 use super::modulus::{from_radix52, to_radix52, LaneModulus, LIMBS};
