@@ -18,6 +18,32 @@ pub fn started_cuda() -> Option<&'static CudaBackend> {
     STARTED_CUDA.get().map(Arc::as_ref)
 }
 
+/// Loads, on a thread of its own, the GPU modules that `upcoming` work needs, when this process
+/// started the CUDA backend and the run may use it (`requested` is not `cpu`): the first batch
+/// then finds them loaded instead of loading them while every other worker waits for the engine
+/// ([`CudaBackend::warm_up`]). Join the handle before the run returns. An error is left for the
+/// first batch to meet, as it would without the warm-up.
+pub fn warm_up(requested: &str, upcoming: chainsig_cuda::Upcoming) -> Option<WarmUp> {
+    let cuda = started_cuda().filter(|_| requested != chainsig_core::backend::CPU)?;
+    std::thread::Builder::new()
+        .name("chainsig-warm-up".into())
+        .spawn(move || drop(cuda.warm_up(upcoming)))
+        .ok()
+        .map(|handle| WarmUp(Some(handle)))
+}
+
+/// A warm-up in progress ([`warm_up`]); dropping it waits for it.
+pub struct WarmUp(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for WarmUp {
+    fn drop(&mut self) {
+        // The thread only loads modules; it has nothing to report that the run needs.
+        if let Some(handle) = self.0.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
 /// Backends for a run that asked for `requested` (`auto`, `cpu`, `cuda`). Accelerators are only
 /// started when they may be used, so `--backend cpu` never touches a GPU driver. When the GPU
 /// cannot start, the reason is kept: `--backend cuda` reports it, `auto` uses the CPU.

@@ -276,6 +276,16 @@ impl CudaBackend {
         })
     }
 
+    /// Loads on every device the modules that `upcoming` work needs, which its first batch would
+    /// otherwise load while holding the engine ([`crate::engine::Upcoming`]): a caller that knows
+    /// its algorithm calls this on a thread of its own while it reads its first records. A
+    /// module that cannot load or fails its check returns the error its first batch would get.
+    pub fn warm_up(&self, upcoming: crate::Upcoming) -> Result<(), BackendError> {
+        let raw = self.takes_raw_sm2();
+        self.shards
+            .each(|d| d.engine("warm up")?.warm_up(upcoming, raw))
+    }
+
     /// Loads the known signers' fixed-base tables (464 KB of GPU memory each) on every device,
     /// replacing any loaded before; a [`crate::signers::SignerBatch`] names its signers by their
     /// index in `tables`. Fast mode only. Fails if any device fails (the devices that loaded

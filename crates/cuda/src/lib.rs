@@ -47,7 +47,7 @@ pub mod startup;
 
 pub use backend::{CudaBackend, DeviceInfo, PipelineTimes, Ticket, NAME};
 pub use config::{CudaConfig, Devices};
-pub use engine::precompile;
+pub use engine::{precompile, Upcoming};
 pub use kernels::KernelConfig;
 
 /// How s·G + t·P is computed.

@@ -56,7 +56,7 @@ fn self_test_records() -> Vec<Vec<u8>> {
 impl Engine {
     /// Loads the transaction kernel on first use (after the secp256k1 module, whose table it
     /// reads) and checks it against the host build.
-    fn ethtx(&mut self) -> Result<(), BackendError> {
+    pub(super) fn ethtx(&mut self) -> Result<(), BackendError> {
         self.ecdsa(Algorithm::Secp256k1)?;
         if self.ethtx.is_some() {
             return Ok(());

@@ -15,6 +15,7 @@
 //! - [`selftest`]: the checks a module passes before it gives a verdict;
 //! - [`slots`]: one stream's pinned and device buffers, grown on demand, and the harvest of a
 //!   finished chunk;
+//! - [`warm`]: the modules of the work a caller announces, loaded before its first batch;
 //! - `timing` (the `bench` feature): the kernel alone, timed with CUDA events.
 //!
 //! Buffers and events are chainsig-gpu's raw RAII wrappers: the pipeline manages its own
@@ -31,6 +32,7 @@ mod slots;
 mod sm3;
 #[cfg(feature = "bench")]
 mod timing;
+mod warm;
 
 use crate::backend::{unavailable, NAME};
 use crate::host;
@@ -57,6 +59,7 @@ pub use modules::precompile;
 use slots::{Outputs, Pending, Slot};
 use std::sync::Arc;
 use std::time::Instant;
+pub use warm::Upcoming;
 
 /// The opened device and everything loaded on it; one at a time uses it (the backend holds it
 /// behind a mutex).

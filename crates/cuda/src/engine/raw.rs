@@ -26,7 +26,7 @@ pub(super) struct RawKernels {
 
 impl Engine {
     /// The raw module's kernels, compiled (or loaded from the cache) on first use.
-    fn raw_kernels(&mut self) -> Result<&RawKernels, BackendError> {
+    pub(super) fn raw_kernels(&mut self) -> Result<&RawKernels, BackendError> {
         if self.raw.is_none() {
             let compiled = kernels::compile_raw(&self.arch)
                 .map_err(|e| device_err("compile the raw SM2 kernels", e))?;

@@ -1,7 +1,8 @@
 //! On a machine with a CUDA GPU: the backend's verdicts equal the reference's, for prehashed SM2
 //! records, for SM2 records whose messages the GPU hashes, and for P-256 and secp256k1 ECDSA
-//! records. Without a driver or GPU the tests print why they skipped (the `device_check` program
-//! of chainsig-bench runs these paths at scale on the H200).
+//! records; and modules loaded ahead of the first batch (`warm_up`). Without a driver or GPU the
+//! tests print why they skipped (the `device_check` program of chainsig-bench runs these paths
+//! at scale on the H200).
 
 use chainsig_core::backend::Backend;
 use chainsig_cuda::{CudaBackend, CudaConfig};
@@ -85,5 +86,53 @@ fn gpu_ecdsa_verdicts_equal_rustcryptos_under_both_rules() {
                 assert_eq!(got.get(i), w.get(low_s), "{alg} record {i}, low-s {low_s}");
             }
         }
+    }
+}
+
+/// `warm_up` loads and checks each kind of work's modules once: each call succeeds, the second
+/// of each finds them loaded (it takes less time than the first), and batches after it give the
+/// reference's answers through the modules it loaded.
+#[test]
+fn gpu_warm_up_loads_each_modules_once_and_batches_use_them() {
+    use chainsig_core::Algorithm::{Secp256k1, Sm2, P256};
+    use chainsig_cuda::Upcoming;
+    let Some(gpu) = open_or_skip(CudaConfig {
+        raw_sm2: true,
+        ..CudaConfig::default()
+    }) else {
+        return;
+    };
+    for upcoming in [
+        Upcoming::Verify(Sm2),
+        Upcoming::Verify(P256),
+        Upcoming::Recover(Secp256k1),
+        Upcoming::Verify(Secp256k1),
+        Upcoming::RawTransactions,
+    ] {
+        let t0 = std::time::Instant::now();
+        gpu.warm_up(upcoming).expect("warm up");
+        let first = t0.elapsed();
+        let t1 = std::time::Instant::now();
+        gpu.warm_up(upcoming).expect("warm up again");
+        let again = t1.elapsed();
+        println!("{upcoming:?}: first warm-up {first:?}, again {again:?}");
+        assert!(
+            again < first,
+            "{upcoming:?}: {again:?} again, {first:?} first"
+        );
+    }
+    for alg in [P256, Secp256k1] {
+        let (records, want) = testdata::generate_ecdsa(alg, 2000, 64, 200, 0x6e55);
+        let batch = testdata::batch_for(alg, true, &records);
+        let got = gpu.verify_batch(&batch).expect("verify");
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!(got.get(i), w.get(true), "{alg} record {i}");
+        }
+    }
+    let (records, want) = testdata::generate_messages(2000, 64, 100, 0x6e56);
+    let batch = testdata::message_batch(&records, chainsig_core::hash::sm2_z_a);
+    let got = Backend::verify_messages(&gpu, &batch).expect("verify messages");
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(got.get(i), *w, "SM2 record {i}");
     }
 }
