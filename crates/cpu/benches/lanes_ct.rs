@@ -11,7 +11,7 @@
 //!   nonce, comb, inversions, s, low-s, recovery id: the whole public call);
 //! - `sm2` (on request): `lanes::sign_sm2_with_nonces`, a fixed key and nonce in all lanes
 //!   against fresh ones, one fixed digest;
-//! - `lookup`: the comb's table scans alone for 64 windows of digits of the class
+//! - `lookup`: the signing comb's table scans alone for its 43 windows of digits of the class
 //!   (`lanes::timing::comb_lookups`).
 //!
 //! And a positive control, `control`, which shows the harness can see a leak: a deliberately
@@ -23,6 +23,7 @@
 //! batch is timed and both classes' inputs sit in the same arrays, so the classes differ only in
 //! the secret values.
 
+use chainsig_cpu::lanes::timing::{COMB_MAX_DIGIT, COMB_WINDOWS};
 use chainsig_cpu::lanes::{self, LANES};
 use core::arch::x86_64::{_mm_lfence, _rdtsc};
 use rand::{Rng, SeedableRng};
@@ -235,37 +236,43 @@ fn test_sm2(count: usize, rng: &mut ChaCha20Rng) -> f64 {
     ))
 }
 
-/// Digits of 64 comb windows for eight lanes: the fixed pattern, or fresh ones.
-fn digits_of_class(
-    fixed: &[[i64; LANES]; 64],
-) -> impl Fn(usize, &mut ChaCha20Rng) -> [[i64; LANES]; 64] + '_ {
+/// Digits of the comb's windows for eight lanes.
+type Digits = [[i64; LANES]; COMB_WINDOWS];
+
+/// Digits in the comb's range, fresh.
+fn random_digits(rng: &mut ChaCha20Rng) -> Digits {
+    let most = COMB_MAX_DIGIT as i64;
+    core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-most..=most)))
+}
+
+/// The fixed pattern, or fresh digits.
+fn digits_of_class(fixed: &Digits) -> impl Fn(usize, &mut ChaCha20Rng) -> Digits + '_ {
     move |c, rng| {
         if c == 0 {
             *fixed
         } else {
-            core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)))
+            random_digits(rng)
         }
     }
 }
 
 fn test_lookup(count: usize, rng: &mut ChaCha20Rng) -> f64 {
-    let fixed: [[i64; LANES]; 64] =
-        core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)));
-    let run =
-        |digits: &[[i64; LANES]; 64]| lanes::timing::comb_lookups(digits).expect("lanes available");
+    let fixed = random_digits(rng);
+    let run = |digits: &Digits| lanes::timing::comb_lookups(digits).expect("lanes available");
     measure(count, BATCH, rng, digits_of_class(&fixed), run).report(&format!(
-        "comb lookups (64 windows × 8 entries), {count} calls"
+        "comb lookups ({COMB_WINDOWS} windows × {COMB_MAX_DIGIT} entries), {count} calls"
     ))
 }
 
 /// The positive control: the comb's lookups written the way signing must not (skip zero digits,
 /// index the table by the digit), over a table of the comb's size.
-fn leaky_lookups(table: &[u64], digits: &[[i64; LANES]; 64]) -> u64 {
+fn leaky_lookups(table: &[u64], digits: &Digits) -> u64 {
     let mut fold = 0u64;
     for (window, lanes) in digits.iter().enumerate() {
         for &d in lanes {
             if d != 0 {
-                let at = ((window * 8 + d.unsigned_abs() as usize - 1) * 10) % table.len();
+                let entry = window * COMB_MAX_DIGIT + d.unsigned_abs() as usize - 1;
+                let at = (entry * 10) % table.len();
                 fold ^= table[at..at + 10].iter().fold(0, |a, w| a ^ w);
             }
         }
@@ -274,10 +281,11 @@ fn leaky_lookups(table: &[u64], digits: &[[i64; LANES]; 64]) -> u64 {
 }
 
 fn test_control(count: usize, rng: &mut ChaCha20Rng) -> f64 {
-    let table: Vec<u64> = (0..64 * 8 * 10).map(|_| rng.gen()).collect();
-    let fixed: [[i64; LANES]; 64] =
-        core::array::from_fn(|_| core::array::from_fn(|_| rng.gen_range(-7..=8)));
-    let run = |digits: &[[i64; LANES]; 64]| leaky_lookups(&table, std::hint::black_box(digits));
+    let table: Vec<u64> = (0..COMB_WINDOWS * COMB_MAX_DIGIT * 10)
+        .map(|_| rng.gen())
+        .collect();
+    let fixed = random_digits(rng);
+    let run = |digits: &Digits| leaky_lookups(&table, std::hint::black_box(digits));
     measure(count, BATCH, rng, digits_of_class(&fixed), run).report(&format!(
         "positive control: a variable-time lookup (must show a leak), {count} calls"
     ))

@@ -1,13 +1,15 @@
 //! k·G in eight lanes in constant time, for signing: the fixed-base comb of Lim and Lee ("More
-//! flexible exponentiation with precomputation", CRYPTO '94) over the same table of G that
-//! verification uses ([`super::mul::g_table`]: entry (i, j) = (j + 1)·16ⁱ·G, affine), read so that
-//! neither the instruction stream nor any memory address depends on the secret scalar.
+//! flexible exponentiation with precomputation", CRYPTO '94) over the table of G that
+//! verification reads with gathers ([`super::g_table`]: entry (i, j) = (j + 1)·64ⁱ·G, affine,
+//! 43 windows of 32 entries), read here so that neither the instruction stream nor any memory
+//! address depends on the secret scalar.
 //!
 //! # How the secret stays out of the timing
-//! - **Recoding** ([`super::mul::recode`]): k is replaced by n − k when that is smaller (a masked
-//!   blend), then cut into 64 signed digits in [−7, 8] with vector compares and masked
-//!   subtractions: a fixed number of the same instructions for every k.
-//! - **Lookup** ([`lookup`]): each window reads all eight entries of its row of the table, at
+//! - **Recoding** ([`super::g_table::recode`]): k is replaced by n − k when that is smaller (a
+//!   masked blend), then cut into 43 signed digits in [−31, 32] with shifts, vector compares and
+//!   masked subtractions: a fixed number of the same instructions for every k (which limbs a
+//!   window straddles depends on the window's number only).
+//! - **Lookup** ([`lookup`]): each window reads all 32 entries of its row of the table, at
 //!   addresses fixed by the window number alone, and keeps the lane's entry with a mask
 //!   (`vpcmpeqq` then `vpblendmq`); a zero digit matches no entry. The mask lives in a mask
 //!   register and is only ever an operand of blends, never a branch condition or an index.
@@ -19,18 +21,21 @@
 //!   without its exceptional-case branch: every lane always computes the general formula, and the
 //!   two cases that occur, "the accumulator is still infinity" and "the digit is zero", are masked
 //!   blends of the result. The formula's exceptions (P + P and P + (−P)) cannot occur here: after
-//!   windows 0..i the accumulator is A·G with the integer |A| ≤ 8·(16ⁱ − 1)/15 < 16ⁱ, and the
-//!   entry is D·16ⁱ·G with 1 ≤ |D| ≤ 8, so A ≠ ±D·16ⁱ and |A| + |D·16ⁱ| < 2²⁵⁵·1.07 < n, hence
-//!   A·G ≠ ±D·16ⁱ·G; and A ≠ 0 once any digit was non-zero (the top non-zero digit outweighs the
-//!   rest). The comb therefore needs no doubling and no test of H or R.
+//!   windows 0..i the accumulator is A·G with the integer |A| ≤ 32·(64ⁱ − 1)/63 < 64ⁱ, and the
+//!   entry is D·64ⁱ·G with 1 ≤ |D| ≤ 32, so A ≠ ±D·64ⁱ; k < 2²⁵⁵ makes the top digit at most 8,
+//!   so |A| + |D·64ⁱ| < 2²⁵⁵ + 2²⁵¹ < n, hence A·G ≠ ±D·64ⁱ·G; and A ≠ 0 once any digit was
+//!   non-zero (the top non-zero digit outweighs the rest). The comb therefore needs no doubling
+//!   and no test of H or R.
 //! - **Field arithmetic** ([`super::field`]): IFMA multiply-adds, shifts, masked adds and blends,
 //!   all of fixed latency; reductions fold with masks, never with branches.
 //!
-//! Cost per eight scalars: 64 mixed additions (8M + 3S each) and 64 scans of 8 entries × 10 limbs.
+//! Cost per eight scalars: 43 mixed additions (8M + 3S each) and 43 scans of 32 entries × 10
+//! limbs.
 
 use super::field::{splat, Fe8, Mask};
+use super::g_table::{recode, table, CombDigits, ENTRIES, ENTRY_WORDS, WINDOWS};
 use super::modulus::LIMBS;
-use super::mul::{g_table, recode, split, Digits, ENTRY_WORDS, G_ENTRIES};
+use super::mul::split;
 use super::point::{Fp, Jac8, LaneCurve};
 use core::arch::x86_64::*;
 use zeroize::Zeroize;
@@ -44,7 +49,7 @@ pub(crate) fn lookup<C: LaneCurve>(
     window: usize,
     magnitude: __m512i,
 ) -> (Fp<C>, Fp<C>) {
-    let row = &table[window * G_ENTRIES * ENTRY_WORDS..(window + 1) * G_ENTRIES * ENTRY_WORDS];
+    let row = &table[window * ENTRIES * ENTRY_WORDS..(window + 1) * ENTRIES * ENTRY_WORDS];
     let zero = _mm512_setzero_si512();
     let mut x = [zero; LIMBS];
     let mut y = [zero; LIMBS];
@@ -94,8 +99,8 @@ pub(crate) fn add_affine_ct<C: LaneCurve>(
 /// wiped before returning; the caller wipes k and the result.
 #[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) fn mul_base_ct<C: LaneCurve>(k: &Fe8<C::N>) -> Jac8<C> {
-    let table = g_table::<C>();
-    let mut digits: Digits = recode(k);
+    let table = table::<C>();
+    let mut digits: CombDigits = recode(k);
     let mut acc = Jac8::<C>::infinity();
     for (window, digit) in digits.iter().enumerate() {
         let (magnitude, negative, nonzero) = split(*digit);
@@ -129,10 +134,10 @@ pub(crate) fn to_affine_ct<C: LaneCurve>(point: &mut Jac8<C>) -> (Fp<C>, Fp<C>) 
 }
 
 /// The lookups of [`mul_base_ct`] alone on secp256k1's table, folded into one word so none is
-/// optimised away: what the timing test measures as "the comb lookup" (digits in [−7, 8]).
+/// optimised away: what the timing test measures as "the comb lookup" (digits in [−32, 32]).
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(crate) fn lookups_for_timing(digits: &[[i64; 8]; 64]) -> u64 {
-    let table = g_table::<super::curves::K256Curve>();
+pub(crate) fn lookups_for_timing(digits: &[[i64; 8]; WINDOWS]) -> u64 {
+    let table = table::<super::curves::K256Curve>();
     let mut fold = _mm512_setzero_si512();
     for (window, digit) in digits.iter().enumerate() {
         // SAFETY: 64 readable bytes.

@@ -19,7 +19,9 @@
 //! - [`nonce`]: eight RFC 6979 nonces at once, SHA-256 in 32-bit lanes, for the signer.
 //! - [`point`]: eight Jacobian points, additions whose exceptional cases are lane masks.
 //! - [`curves`]: SM2, P-256 and secp256k1 as lane curves.
-//! - [`mul`]: u₁·G + u₂·Q with a fixed-base comb for G and a window for Q.
+//! - [`g_table`]: the fixed-base comb of G (6-bit windows) and the signed recoding into them,
+//!   shared by verification and signing.
+//! - [`mul`]: u₁·G + u₂·Q with the comb for G (gathers) and a window for Q.
 //! - [`verify`]: SM2 and ECDSA verification of eight records, with the scalar path's rules.
 //! - [`recover`]: Ethereum sender recovery (ecrecover) of eight secp256k1 records.
 //! - [`decompress`]: compressed SEC1 keys made whole, eight at a time, before records are
@@ -64,6 +66,8 @@ mod curves;
 mod decompress;
 #[cfg(target_arch = "x86_64")]
 mod field;
+#[cfg(target_arch = "x86_64")]
+mod g_table;
 #[cfg(target_arch = "x86_64")]
 mod invert;
 #[cfg(target_arch = "x86_64")]
@@ -290,20 +294,22 @@ pub fn sign_sm2_with_nonces(
 /// secret-handling parts alone; not an API. Every function returns `None` without the lanes.
 #[doc(hidden)]
 pub mod timing {
-    /// The comb's table lookups alone for 64 windows of signed digits in [−7, 8] per lane
-    /// (`digits[window][lane]`), folded into one word so nothing is optimised away.
-    pub fn comb_lookups(digits: &[[i64; super::LANES]; 64]) -> Option<u64> {
+    /// Windows of the signing comb.
+    #[cfg(target_arch = "x86_64")]
+    pub const COMB_WINDOWS: usize = super::g_table::WINDOWS;
+    /// The largest magnitude of the signing comb's digits.
+    #[cfg(target_arch = "x86_64")]
+    pub const COMB_MAX_DIGIT: usize = super::g_table::ENTRIES;
+
+    /// The signing comb's table lookups alone for its windows of signed digits in
+    /// [−COMB_MAX_DIGIT, COMB_MAX_DIGIT] per lane (`digits[window][lane]`), folded into one word
+    /// so nothing is optimised away.
+    #[cfg(target_arch = "x86_64")]
+    pub fn comb_lookups(digits: &[[i64; super::LANES]; COMB_WINDOWS]) -> Option<u64> {
         if !super::available() {
             return None;
         }
-        #[cfg(target_arch = "x86_64")]
-        {
-            // SAFETY: `available()` confirmed AVX-512F and IFMA.
-            Some(unsafe { super::ct_comb::lookups_for_timing(digits) })
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            None
-        }
+        // SAFETY: `available()` confirmed AVX-512F and IFMA.
+        Some(unsafe { super::ct_comb::lookups_for_timing(digits) })
     }
 }

@@ -22,7 +22,7 @@ pub(crate) trait LaneCurve: Copy + 'static {
     const A_IS_ZERO: bool;
     /// Stops the build when a is neither 0 nor −3 or the moduli are not the curve's.
     const CHECKED: () = check_params(&Self::PARAMS, Self::A_IS_ZERO, Self::P::M, Self::N::M);
-    /// Storage for the lazily built fixed-base table of G ([`super::mul`]).
+    /// Storage for the lazily built fixed-base table of G ([`super::g_table`]).
     fn g_table_cell() -> &'static OnceLock<Vec<u64>>;
 }
 
