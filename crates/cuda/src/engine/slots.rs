@@ -90,11 +90,16 @@ impl Slot {
         Ok(())
     }
 
-    /// Grows the message buffers to hold `msg_words` words.
+    /// Grows the message buffers to hold `msg_words` words, with a quarter more room: a chunk's
+    /// bytes vary with its records (messages, compressed or whole keys, transactions), and buffers
+    /// grown to the exact size were made again at nearly every new largest chunk, each time a
+    /// pinned allocation and a device free (which may wait for the whole device) while the
+    /// engine was held.
     pub(super) fn reserve_messages(&mut self, msg_words: usize) -> Result<(), BackendError> {
         if self.pin_msg.len() < msg_words {
-            self.pin_msg = Pinned::new(msg_words)?;
-            self.dev_msg = DevBuf::new(msg_words * 4)?;
+            let words = msg_words + msg_words / 4;
+            self.pin_msg = Pinned::new(words)?;
+            self.dev_msg = DevBuf::new(words * 4)?;
         }
         Ok(())
     }
