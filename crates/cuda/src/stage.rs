@@ -15,9 +15,10 @@ use std::sync::OnceLock;
 /// prepares its next chunks there on four workers. The copy's pieces can then queue behind those
 /// jobs while the engine, and the GPU's next launch, wait with them. On an H100, 10⁶ SM2 records
 /// from JSON Lines spent 0.109 s staging (6.8 ms a 65,536-record call for about 15 MB, far below
-/// the memory's speed) and callers 0.154 s waiting for the engine (`verify --stats`, 2026-12-07);
-/// the run with this pool is still to be made (BENCHMARKS.md, "Where a chunk's time goes").
-/// Without the pool (it failed to start), `f` runs where it is.
+/// the memory's speed) and callers 0.154 s waiting for the engine (`verify --stats`, 2026-12-07).
+/// With this pool the same run staged in 0.10–0.15 s (BENCHMARKS.md, "The GPU user paths after
+/// the staging pool"): the copies were not slow for want of threads. Without the pool (it failed
+/// to start), `f` runs where it is.
 pub(crate) fn on_stagers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     let pool = POOL.get_or_init(|| {
