@@ -19,6 +19,7 @@ mod sign_bulk;
 mod stop;
 mod verify;
 mod verify_pipeline;
+mod verify_report;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
