@@ -65,6 +65,11 @@ impl Stats {
                 "of which: GPU chunks into pinned buffers",
             ));
             rows.push((
+                "  grow",
+                gpu.grow,
+                "of which: larger pinned and device buffers made",
+            ));
+            rows.push((
                 " wait",
                 gpu.wait,
                 "of which: waiting on GPU copies and kernels",

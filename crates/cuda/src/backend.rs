@@ -82,6 +82,9 @@ pub struct CudaBackend {
 pub struct PipelineTimes {
     /// Copying chunks into the pinned staging buffers in the kernels' layouts (messages too).
     pub stage: std::time::Duration,
+    /// Of `stage`: making a slot's pinned and device buffers larger for a chunk larger than any
+    /// it held before (a pinned allocation, and a device free that may wait for the device).
+    pub grow: std::time::Duration,
     /// Waiting for chunks' copies and kernels to complete, and taking their verdicts.
     pub wait: std::time::Duration,
     /// Turning a finished chunk's answer rows into the caller's answers (raw transactions:
@@ -97,6 +100,7 @@ impl PipelineTimes {
     pub fn since(&self, before: &PipelineTimes) -> PipelineTimes {
         PipelineTimes {
             stage: self.stage - before.stage,
+            grow: self.grow - before.grow,
             wait: self.wait - before.wait,
             decode: self.decode - before.decode,
             queue: self.queue - before.queue,
@@ -208,6 +212,7 @@ impl CudaBackend {
             sum.queue += Duration::from_nanos(d.queued.load(Ordering::Relaxed));
             if let Ok(e) = d.engine.lock() {
                 sum.stage += e.times.stage;
+                sum.grow += e.grow_time();
                 sum.wait += e.times.wait;
                 sum.decode += e.times.decode;
             }

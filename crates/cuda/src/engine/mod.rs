@@ -281,6 +281,11 @@ impl Engine {
         Ok((engine, res, from_cache))
     }
 
+    /// Time the slots have spent making their buffers larger ([`crate::PipelineTimes::grow`]).
+    pub(crate) fn grow_time(&self) -> std::time::Duration {
+        self.slots.iter().map(|slot| slot.grown).sum()
+    }
+
     /// Makes the engine's context the calling thread's, as every entry does first: a batch's
     /// parts run on threads of their own, and buffers are allocated in the current context.
     pub(crate) fn bind(&self) -> Result<(), BackendError> {

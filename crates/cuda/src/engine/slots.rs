@@ -25,6 +25,8 @@ pub(super) struct Slot {
     pub(super) dev_keys: DevBuf,
     pub(super) done: Event,
     pub(super) pending: Option<Pending>,
+    /// Time spent making the buffers larger ([`crate::PipelineTimes::grow`]).
+    pub(super) grown: std::time::Duration,
 }
 
 /// The chunk a slot has in flight.
@@ -64,12 +66,25 @@ impl Slot {
             dev_keys: DevBuf::new(4)?,
             done: Event::new(false)?,
             pending: None,
+            grown: std::time::Duration::ZERO,
         })
     }
 
     /// Grows the buffers to hold a chunk of `in_words` input words, `out_words` verdict words and
     /// `key_words` recovered-key words (call after [`Slot::harvest`]: nothing may be in flight).
     pub(super) fn reserve(
+        &mut self,
+        in_words: usize,
+        out_words: usize,
+        key_words: usize,
+    ) -> Result<(), BackendError> {
+        let started = std::time::Instant::now();
+        let grown = self.grow(in_words, out_words, key_words);
+        self.grown += started.elapsed();
+        grown
+    }
+
+    fn grow(
         &mut self,
         in_words: usize,
         out_words: usize,
@@ -97,9 +112,11 @@ impl Slot {
     /// engine was held.
     pub(super) fn reserve_messages(&mut self, msg_words: usize) -> Result<(), BackendError> {
         if self.pin_msg.len() < msg_words {
+            let started = std::time::Instant::now();
             let words = msg_words + msg_words / 4;
             self.pin_msg = Pinned::new(words)?;
             self.dev_msg = DevBuf::new(words * 4)?;
+            self.grown += started.elapsed();
         }
         Ok(())
     }
