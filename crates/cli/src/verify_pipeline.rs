@@ -289,9 +289,10 @@ fn answer_rows(opts: &Options, preparer: &Preparer, chunk: &RowChunk) -> anyhow:
 
 /// Frees a chunk's decoded records on rayon's pool, off the worker's path. They are a few heap
 /// blocks each (key, message, identifier), allocated by the pool's threads while parsing, so the
-/// worker freed some 200,000 blocks of other threads' heaps one by one: 5–20 ms a chunk on an
-/// H100 host's timeline, between its verdicts and its answer, with every later chunk of the
-/// worker behind it.
+/// worker freed some 200,000 blocks of other threads' heaps one by one, with every later chunk of
+/// the worker behind it: on an H100 host's timelines the time between a chunk's verdicts and its
+/// answer went from 6–14 ms to about 1 ms (BENCHMARKS.md, "The GPU user paths after the staging
+/// pool").
 fn free_later<T: Send + 'static>(records: T) {
     rayon::spawn(move || drop(records));
 }
