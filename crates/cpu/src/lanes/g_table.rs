@@ -26,16 +26,18 @@ use core::arch::x86_64::*;
 pub(crate) const WINDOW_BITS: usize = 6;
 /// Entries per window: |d|·64ⁱ·G for |d| in 1..=32.
 pub(crate) const ENTRIES: usize = 1 << (WINDOW_BITS - 1);
-/// Windows: enough for any k < 2²⁵⁵ (k or n − k, the smaller), the top window's bits plus a carry
-/// staying within a digit's magnitude, so no carry is left over.
-pub(crate) const WINDOWS: usize = {
-    let w = 255usize.div_ceil(WINDOW_BITS);
-    if 255 - WINDOW_BITS * (w - 1) < WINDOW_BITS {
+/// Windows of `bits` bits enough for any k < 2²⁵⁵ (k or n − k, the smaller), the top window's
+/// bits plus a carry staying within a digit's magnitude, so no carry is left over.
+pub(crate) const fn windows_for(bits: usize) -> usize {
+    let w = 255usize.div_ceil(bits);
+    if 255 - bits * (w - 1) < bits {
         w
     } else {
         w + 1
     }
-};
+}
+/// Windows of the comb.
+pub(crate) const WINDOWS: usize = windows_for(WINDOW_BITS);
 const _: () = assert!(WINDOWS == 43 && ENTRIES == 32);
 /// u64 words per affine entry: x then y, five limbs each.
 pub(crate) const ENTRY_WORDS: usize = 2 * LIMBS;
@@ -49,28 +51,40 @@ const GROUPS: usize = ENTRIES / 8;
 /// Signed digits, one vector per window (lane l's digit in 64-bit element l).
 pub(crate) type CombDigits = [__m512i; WINDOWS];
 
-/// Recodes k in [0, n), a plain integer in every lane, into [`WINDOWS`] signed digits in
-/// [−32, 32] (the top one in [−8, 8]) with Σ dᵢ·64ⁱ ≡ k mod n: k becomes n − k where that is
-/// smaller, and the digits are negated there. Branch-free and of fixed length (masks and blends;
-/// which limbs a window reads depends on its number only), so the constant-time signer recodes
-/// its nonces with it.
+/// Recodes k in [0, n), a plain integer in every lane, into the comb's [`WINDOWS`] signed digits
+/// in [−32, 32] (the top one in [−8, 8]) with Σ dᵢ·64ⁱ ≡ k mod n ([`signed_digits`]); the
+/// constant-time signer recodes its nonces with it.
 #[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) fn recode<N: LaneModulus>(u: &Fe8<N>) -> CombDigits {
+    signed_digits::<N, WINDOW_BITS, WINDOWS>(u)
+}
+
+/// Recodes k in [0, n), a plain integer in every lane, into `COUNT` signed digits of `BITS`
+/// bits, each in [−2^(BITS−1), 2^(BITS−1)], with Σ dᵢ·2^(BITS·i) ≡ k mod n: k becomes n − k
+/// where that is smaller (so k < 2²⁵⁵ and `COUNT` = [`windows_for`]`(BITS)` leaves no carry),
+/// and the digits are negated there. Branch-free and of fixed length (masks and blends; which
+/// limbs a window reads depends on its number only), so constant time in k. The comb's 6-bit
+/// digits and verification's 4-bit window ([`super::mul::recode`]) both come from here.
+#[target_feature(enable = "avx512f,avx512ifma")]
+pub(crate) fn signed_digits<N: LaneModulus, const BITS: usize, const COUNT: usize>(
+    u: &Fe8<N>,
+) -> [__m512i; COUNT] {
+    const { assert!(COUNT == windows_for(BITS)) };
     let u = u.canonical();
     let n_minus_u = u.neg().canonical();
     let flip = lt_int(&n_minus_u.0, &u.0);
     let mut k = u.select(flip, &n_minus_u);
     let zero = _mm512_setzero_si512();
     let one = splat(1);
-    let half = splat(ENTRIES as u64);
-    let full = splat(2 * ENTRIES as u64);
-    let low_bits = splat(2 * ENTRIES as u64 - 1);
+    let half = splat(1 << (BITS - 1));
+    let full = splat(1 << BITS);
+    let low_bits = splat((1 << BITS) - 1);
     let mut carry = zero;
-    let mut digits = [zero; WINDOWS];
+    let mut digits = [zero; COUNT];
     for (i, digit) in digits.iter_mut().enumerate() {
-        let (bit, limb) = (WINDOW_BITS * i % 52, WINDOW_BITS * i / 52);
+        let (bit, limb) = (BITS * i % 52, BITS * i / 52);
         let mut bits = _mm512_srlv_epi64(k.0[limb], splat(bit as u64));
-        if bit + WINDOW_BITS > 52 && limb + 1 < LIMBS {
+        if bit + BITS > 52 && limb + 1 < LIMBS {
             let above = _mm512_sllv_epi64(k.0[limb + 1], splat((52 - bit) as u64));
             bits = _mm512_or_si512(bits, above);
         }

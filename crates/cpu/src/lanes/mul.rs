@@ -8,7 +8,7 @@
 //! mixed additions and no doubling. Everything is public in verification, so the data-dependent
 //! gather addresses are harmless here (they would not be in signing, [`super::ct_comb`]).
 
-use super::field::{lt_int, Fe8, Mask};
+use super::field::{Fe8, Mask};
 use super::g_table::{self, CombDigits, ENTRIES, ENTRY_WORDS, WINDOWS};
 use super::modulus::{LaneModulus, LIMBS};
 use super::point::{Cached8, Fp, Jac8, LaneCurve};
@@ -17,31 +17,11 @@ use core::arch::x86_64::*;
 /// Signed digits, one vector per 4-bit window (lane l's digit in 64-bit element l).
 pub(crate) type Digits = [__m512i; 64];
 
-/// Recodes u in [0, n), a plain integer in every lane, into signed 4-bit digits for
-/// [`mul_window`]. Branch-free and of fixed length (masks and blends only).
+/// Recodes u in [0, n), a plain integer in every lane, into 64 signed 4-bit digits in [−7, 8]
+/// for [`mul_window`] ([`g_table::signed_digits`]).
 #[target_feature(enable = "avx512f,avx512ifma")]
 pub(crate) fn recode<N: LaneModulus>(u: &Fe8<N>) -> Digits {
-    let u = u.canonical();
-    let n_minus_u = u.neg().canonical();
-    let flip = lt_int(&n_minus_u.0, &u.0);
-    let k = u.select(flip, &n_minus_u);
-    let zero = _mm512_setzero_si512();
-    let one = _mm512_set1_epi64(1);
-    let eight = _mm512_set1_epi64(8);
-    let sixteen = _mm512_set1_epi64(16);
-    let fifteen = _mm512_set1_epi64(15);
-    let mut carry = zero;
-    let mut digits = [zero; 64];
-    for (i, digit) in digits.iter_mut().enumerate() {
-        let shift = _mm512_set1_epi64(4 * (i % 13) as i64);
-        let nibble = _mm512_and_si512(_mm512_srlv_epi64(k.0[i / 13], shift), fifteen);
-        let v = _mm512_add_epi64(nibble, carry);
-        let big = _mm512_cmpgt_epi64_mask(v, eight);
-        let d = _mm512_mask_sub_epi64(v, big, v, sixteen);
-        carry = _mm512_maskz_mov_epi64(big, one);
-        *digit = _mm512_mask_sub_epi64(d, flip, zero, d);
-    }
-    digits
+    g_table::signed_digits::<N, 4, 64>(u)
 }
 
 /// The lanes' digits, their magnitudes, and the masks of negative and non-zero digits.
