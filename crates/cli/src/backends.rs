@@ -18,13 +18,18 @@ pub fn started_cuda() -> Option<&'static CudaBackend> {
     STARTED_CUDA.get().map(Arc::as_ref)
 }
 
-/// Loads, on a thread of its own, the GPU modules that `upcoming` work needs, when this process
-/// started the CUDA backend and the run may use it (`requested` is not `cpu`): the first batch
-/// then finds them loaded instead of loading them while every other worker waits for the engine
-/// ([`CudaBackend::warm_up`]). Join the handle before the run returns. An error is left for the
-/// first batch to meet, as it would without the warm-up.
-pub fn warm_up(requested: &str, upcoming: chainsig_cuda::Upcoming) -> Option<WarmUp> {
+/// Loads, on a thread of its own, the GPU modules that the work `upcoming` names needs, when this
+/// process started the CUDA backend and the run may use it (`requested` is not `cpu`): the first
+/// batch then finds them loaded instead of loading them while every other worker waits for the
+/// engine ([`CudaBackend::warm_up`]). `upcoming` is asked only then (finding the work may read
+/// the input's start), and may answer that it does not know. Dropping the returned value waits
+/// for the warm-up. An error is left for the first batch to meet, as it would without it.
+pub fn warm_up(
+    requested: &str,
+    upcoming: impl FnOnce() -> Option<chainsig_cuda::Upcoming>,
+) -> Option<WarmUp> {
     let cuda = started_cuda().filter(|_| requested != chainsig_core::backend::CPU)?;
+    let upcoming = upcoming()?;
     std::thread::Builder::new()
         .name("chainsig-warm-up".into())
         .spawn(move || drop(cuda.warm_up(upcoming)))

@@ -50,14 +50,13 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
     let registry = backends::registry(&args.backend);
     // The GPU's modules for the run load while its first chunk is read (held to the end of the
     // run: dropping it waits for the warm-up).
-    let _warm_up = backends::warm_up(
-        &args.backend,
-        if args.raw {
+    let _warm_up = backends::warm_up(&args.backend, || {
+        Some(if args.raw {
             chainsig_cuda::Upcoming::RawTransactions
         } else {
             chainsig_cuda::Upcoming::Recover(chainsig_core::Algorithm::Secp256k1)
-        },
-    );
+        })
+    });
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut tally = Tally {

@@ -171,8 +171,8 @@ pub fn run(opts: &Options, input: Input, out: impl Write) -> anyhow::Result<Summ
     let gpu_before = crate::backends::started_cuda().map(|c| c.pipeline_times());
     let preparer = Preparer::new();
     // Held to the end of the run: dropping it waits for the warm-up.
-    let _warm_up = first_algorithm(opts, &input).and_then(|alg| {
-        crate::backends::warm_up(opts.backend, chainsig_cuda::Upcoming::Verify(alg))
+    let _warm_up = crate::backends::warm_up(opts.backend, || {
+        first_algorithm(opts, &input).map(chainsig_cuda::Upcoming::Verify)
     });
     let source = Source::new(input, opts.chunk, opts.rows)
         .map_err(|e| anyhow::Error::new(e).context("reading input"))?;

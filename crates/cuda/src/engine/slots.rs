@@ -79,17 +79,6 @@ impl Slot {
         key_words: usize,
     ) -> Result<(), BackendError> {
         let started = std::time::Instant::now();
-        let grown = self.grow(in_words, out_words, key_words);
-        self.grown += started.elapsed();
-        grown
-    }
-
-    fn grow(
-        &mut self,
-        in_words: usize,
-        out_words: usize,
-        key_words: usize,
-    ) -> Result<(), BackendError> {
         if self.pin_keys.len() < key_words {
             self.pin_keys = Pinned::new(key_words)?;
             self.dev_keys = DevBuf::new(key_words * 4)?;
@@ -102,6 +91,7 @@ impl Slot {
             self.pin_out = Pinned::new(out_words)?;
             self.dev_out = DevBuf::new(out_words * 8)?;
         }
+        self.grown += started.elapsed();
         Ok(())
     }
 
@@ -111,13 +101,13 @@ impl Slot {
     /// pinned allocation and a device free (which may wait for the whole device) while the
     /// engine was held.
     pub(super) fn reserve_messages(&mut self, msg_words: usize) -> Result<(), BackendError> {
+        let started = std::time::Instant::now();
         if self.pin_msg.len() < msg_words {
-            let started = std::time::Instant::now();
             let words = msg_words + msg_words / 4;
             self.pin_msg = Pinned::new(words)?;
             self.dev_msg = DevBuf::new(words * 4)?;
-            self.grown += started.elapsed();
         }
+        self.grown += started.elapsed();
         Ok(())
     }
 

@@ -1,9 +1,12 @@
 //! Loading, ahead of a run, the modules its first batch would otherwise load: the raw SM2 module
 //! (and its self-test), an ECDSA curve's module (and its self-test), the raw-transaction kernel.
-//! Each is loaded once per engine, at the first batch that needs it, with the engine's lock held;
-//! on an H100 that made the first chunk of every worker of `chainsig verify` wait 40–66 ms (SM2
-//! with messages) while the host was idle behind it. A caller that knows what is coming
-//! ([`crate::CudaBackend::warm_up`]) loads it while it reads and parses its first chunks.
+//! Each is loaded once per engine, at the first batch that needs it, with the engine's lock held,
+//! so every worker's first chunk waits behind it. A caller that knows what is coming
+//! ([`crate::CudaBackend::warm_up`]) loads it while it reads and parses its first chunks. On an
+//! H100 (BENCHMARKS.md, "The GPU user paths after the staging pool") the loads cost 3.2 ms for
+//! the raw SM2 module, 34–38 ms for an ECDSA curve's module and self-test and 3.0 ms for the
+//! transaction kernel: the 40–66 ms first SM2 chunks of earlier timelines were mostly not the
+//! module.
 
 use super::Engine;
 use chainsig_core::algorithm::Algorithm;
