@@ -329,20 +329,11 @@ impl Input {
     /// Up to `max` bytes from the start of a file named by path, read without moving its
     /// position (pread); `None` for any other input, whose bytes can be read only once.
     pub fn peek_start(&self, max: usize) -> Option<Vec<u8>> {
-        use std::os::unix::fs::FileExt;
         let Source::File(file) = &self.source else {
             return None;
         };
         let mut start = vec![0; max];
-        let mut filled = 0;
-        while filled < max {
-            match file.read_at(&mut start[filled..], filled as u64) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return None,
-            }
-        }
+        let filled = ranges::read_at_most(file, &mut start, 0).ok()?;
         start.truncate(filled);
         Some(start)
     }

@@ -206,7 +206,7 @@ impl FileRanges {
 }
 
 /// Reads up to `buf.len()` bytes from `pos`, fewer only at the file's end.
-fn read_at_most(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+pub(super) fn read_at_most(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match file.read_at(&mut buf[got..], pos + got as u64) {
