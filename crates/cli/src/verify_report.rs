@@ -77,7 +77,7 @@ impl Stats {
             rows.push((
                 " queue",
                 gpu.queue,
-                "of which: waiting for the engine, held by another call",
+                "of which: waiting for a module's load or a free slot set",
             ));
         }
         rows.push(("write", self.write, "verdict lines, in order (1 thread)"));

@@ -8,7 +8,7 @@
 //! the timing and test hooks the benchmarks and device checks use (chainsig-bench) are public
 //! here too; they run on the first device.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Needs};
 use crate::messages::MessageBatch;
 use crate::raw::{RawOutcome, RawSm2Batch, RawVerdicts};
 use crate::shards::{part, ShardStats, Shards};
@@ -20,7 +20,7 @@ use chainsig_core::batch::{Batch, RecoverItem, Recovered};
 use chainsig_core::bitmap::Bitmap;
 use chainsig_gpu::{device_err, Resources};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 /// Name under which the backend registers (that under which chainsig-gpu reports GPU failures).
@@ -28,30 +28,56 @@ pub const NAME: &str = chainsig_gpu::BACKEND_NAME;
 
 type Job = (Arc<Batch>, mpsc::Sender<Result<Bitmap, BackendError>>);
 
-/// One opened device, or one logical shard of a device: an engine of its own.
+/// One opened device, or one logical shard of a device: an engine of its own, shared by the
+/// calls in progress (each runs on a slot set of its own) and locked for writing only to load a
+/// module, the known signers or the host helper.
 pub(crate) struct Device {
     ordinal: usize,
     name: String,
-    engine: Mutex<Engine>,
+    engine: RwLock<Engine>,
     /// Nanoseconds callers have waited for the engine's lock, summed ([`PipelineTimes::queue`]).
     queued: AtomicU64,
 }
 
 impl Device {
-    /// The engine, locked, its context bound to the calling thread.
+    /// The engine for a call, with what the call `needs` loaded first (under the write lock, by
+    /// the first call that needs it), its context bound to the calling thread.
     pub(crate) fn engine(
         &self,
         what: &'static str,
-    ) -> Result<MutexGuard<'_, Engine>, BackendError> {
+        needs: Needs,
+    ) -> Result<RwLockReadGuard<'_, Engine>, BackendError> {
+        let asked = Instant::now();
+        let poisoned = || BackendError::from(device_err(what, "poisoned lock"));
+        let mut engine = self.engine.read().map_err(|_| poisoned())?;
+        if !engine.has(needs) {
+            drop(engine);
+            self.engine_mut(what)?.load(needs)?;
+            engine = self.engine.read().map_err(|_| poisoned())?;
+        }
+        self.count_queue(asked);
+        engine.bind()?;
+        Ok(engine)
+    }
+
+    /// The engine alone (no call runs meanwhile), its context bound to the calling thread.
+    pub(crate) fn engine_mut(
+        &self,
+        what: &'static str,
+    ) -> Result<RwLockWriteGuard<'_, Engine>, BackendError> {
         let asked = Instant::now();
         let engine = self
             .engine
-            .lock()
+            .write()
             .map_err(|_| BackendError::from(device_err(what, "poisoned lock")))?;
-        let waited = u64::try_from(asked.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.queued.fetch_add(waited, Ordering::Relaxed);
+        self.count_queue(asked);
         engine.bind()?;
         Ok(engine)
+    }
+
+    fn count_queue(&self, asked: Instant) {
+        let waited = u64::try_from(asked.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.queued.fetch_add(waited, Ordering::Relaxed);
     }
 }
 
@@ -90,12 +116,21 @@ pub struct PipelineTimes {
     /// Turning a finished chunk's answer rows into the caller's answers (raw transactions:
     /// fault, address and key per record).
     pub decode: std::time::Duration,
-    /// Callers waiting for an engine another call held (one engine takes one call at a time),
-    /// summed over callers.
+    /// Callers waiting for the engine (while a module loads) or for a slot set (more calls at
+    /// once than an engine's sets), summed over callers.
     pub queue: std::time::Duration,
 }
 
 impl PipelineTimes {
+    /// Adds `other`'s times to these.
+    pub fn add(&mut self, other: &PipelineTimes) {
+        self.stage += other.stage;
+        self.grow += other.grow;
+        self.wait += other.wait;
+        self.decode += other.decode;
+        self.queue += other.queue;
+    }
+
     /// The time spent since `before` (an earlier reading of the same backend).
     pub fn since(&self, before: &PipelineTimes) -> PipelineTimes {
         PipelineTimes {
@@ -162,7 +197,7 @@ impl CudaBackend {
             devices.push(Device {
                 ordinal,
                 name: engine.device_name(),
-                engine: Mutex::new(engine),
+                engine: RwLock::new(engine),
                 queued: AtomicU64::new(0),
             });
         }
@@ -210,11 +245,8 @@ impl CudaBackend {
         let mut sum = PipelineTimes::default();
         for d in self.shards.devices() {
             sum.queue += Duration::from_nanos(d.queued.load(Ordering::Relaxed));
-            if let Ok(e) = d.engine.lock() {
-                sum.stage += e.times.stage;
-                sum.grow += e.grow_time();
-                sum.wait += e.times.wait;
-                sum.decode += e.times.decode;
+            if let Ok(e) = d.engine.read() {
+                sum.add(&e.times());
             }
         }
         sum
@@ -225,8 +257,8 @@ impl CudaBackend {
     pub(crate) fn first_engine(
         &self,
         what: &'static str,
-    ) -> Result<MutexGuard<'_, Engine>, BackendError> {
-        self.shards.devices()[0].engine(what)
+    ) -> Result<RwLockWriteGuard<'_, Engine>, BackendError> {
+        self.shards.devices()[0].engine_mut(what)
     }
 
     /// Queues a batch; batches are verified first come, first served by one worker thread, each
@@ -266,7 +298,8 @@ impl CudaBackend {
     /// device gets the helper (for the records outside the known signers of its part).
     pub fn set_host_helper(&self, host: Arc<dyn Backend>, most: usize) -> Result<(), BackendError> {
         self.shards.each(|d| {
-            d.engine("set host helper")?.set_host(host.clone(), most);
+            d.engine_mut("set host helper")?
+                .set_host(host.clone(), most);
             Ok(())
         })
     }
@@ -277,7 +310,8 @@ impl CudaBackend {
     /// failure sends the batch to the CPU backend, which prepares it as the CPU path does.
     pub fn verify_raw(&self, batch: &RawSm2Batch) -> Result<RawVerdicts, BackendError> {
         self.shards.run(batch.len(), |d, r| {
-            d.engine("verify raw")?.verify_raw(&part(batch, r))
+            d.engine("verify raw", Needs::RawSm2)?
+                .verify_raw(&part(batch, r))
         })
     }
 
@@ -286,9 +320,8 @@ impl CudaBackend {
     /// its algorithm calls this on a thread of its own while it reads its first records. A
     /// module that cannot load or fails its check returns the error its first batch would get.
     pub fn warm_up(&self, upcoming: crate::Upcoming) -> Result<(), BackendError> {
-        let raw = self.takes_raw_sm2();
-        self.shards
-            .each(|d| d.engine("warm up")?.warm_up(upcoming, raw))
+        let needs = Needs::coming(upcoming, self.takes_raw_sm2());
+        self.shards.each(|d| d.engine("warm up", needs).map(drop))
     }
 
     /// Loads the known signers' fixed-base tables (464 KB of GPU memory each) on every device,
@@ -297,7 +330,7 @@ impl CudaBackend {
     /// them keep them, and the next load replaces them).
     pub fn load_signers(&self, tables: &SignerTables) -> Result<(), BackendError> {
         self.shards
-            .each(|d| d.engine("load signers")?.load_signers(tables))
+            .each(|d| d.engine_mut("load signers")?.load_signers(tables))
     }
 }
 
@@ -305,7 +338,8 @@ impl CudaBackend {
 /// signers (when loaded) and default kernel, ECDSA through the curve's kernels.
 fn verify_any(shards: &Shards<Device>, batch: &Batch) -> Result<Bitmap, BackendError> {
     shards.run(batch.len(), |d, r| {
-        d.engine("verify")?.verify_part(batch, r)
+        d.engine("verify", Needs::verifying(batch.alg()))?
+            .verify_part(batch, r)
     })
 }
 
@@ -373,8 +407,10 @@ impl Backend for CudaBackend {
     /// Ethereum's sender recovery on the GPU: the key by the ECDSA module's recovery kernel (s
     /// above n/2 refused), the address by Keccak-256 on the host's cores.
     fn recover_batch(&self, items: &[RecoverItem]) -> Result<Vec<Option<Recovered>>, BackendError> {
-        self.shards
-            .run(items.len(), |d, r| d.engine("recover")?.recover(&items[r]))
+        self.shards.run(items.len(), |d, r| {
+            d.engine("recover", Needs::Curve(Algorithm::Secp256k1))?
+                .recover(&items[r])
+        })
     }
 
     fn recovers_transactions(&self) -> bool {
@@ -407,7 +443,8 @@ impl Backend for CudaBackend {
     /// record i.
     fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
         self.shards.run(batch.len(), |d, r| {
-            d.engine("verify")?.verify_messages(&part(batch, r))
+            d.engine("verify", Needs::Sm3)?
+                .verify_messages(&part(batch, r))
         })
     }
 }

@@ -123,8 +123,10 @@ impl crate::CudaBackend {
     /// device. A fault number is `chainsig_eth::rawtx::TxFault`'s; [`FAULT_DEFER`] asks the host
     /// to decode that record itself. The records are staged from the caller's slices.
     pub fn recover_raw(&self, txs: &[&[u8]]) -> Result<Vec<Answer>, BackendError> {
-        self.shards
-            .run(txs.len(), |d, r| d.engine("recover")?.recover_raw(&txs[r]))
+        self.shards.run(txs.len(), |d, r| {
+            d.engine("recover", crate::engine::Needs::RawTransactions)?
+                .recover_raw(&txs[r])
+        })
     }
 }
 

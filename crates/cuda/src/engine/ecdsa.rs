@@ -2,7 +2,7 @@
 //! taken from the cache), loaded and checked at the curve's first batch; its kernels verify under
 //! either s rule and recover Ethereum's senders.
 
-use super::{selftest, Engine, Rows, Work};
+use super::{selftest, Engine, Needs, Rows, Work};
 use crate::backend::{unavailable, NAME};
 use crate::host;
 use crate::kernels::{self, KernelConfig};
@@ -101,24 +101,25 @@ impl Engine {
         })
     }
 
-    /// Ethereum's sender recovery on secp256k1: the signer of item i, or None.
+    /// Ethereum's sender recovery on secp256k1 (its module loaded first, [`Needs`]): the signer
+    /// of item i, or None.
     pub(crate) fn recover(
-        &mut self,
+        &self,
         items: &[RecoverItem],
     ) -> Result<Vec<Option<Recovered>>, BackendError> {
-        self.ecdsa(Algorithm::Secp256k1)?;
+        self.require(Needs::Curve(Algorithm::Secp256k1))?;
         let mut out = self.pipeline(&[Work::Recover(Algorithm::Secp256k1, items)])?;
         Ok(out.signers.swap_remove(0))
     }
 
-    /// ECDSA records `range` of `batch`, verdict i for record `range.start + i`, staged straight
-    /// from the batch.
+    /// ECDSA records `range` of `batch` (the curve's module loaded first, [`Needs`]), verdict i
+    /// for record `range.start + i`, staged straight from the batch.
     pub(crate) fn verify_ecdsa(
-        &mut self,
+        &self,
         batch: &Batch,
         range: std::ops::Range<usize>,
     ) -> Result<Bitmap, BackendError> {
-        self.ecdsa(batch.alg())?;
+        self.require(Needs::Curve(batch.alg()))?;
         self.run(Work::Ecdsa(Rows::part(batch, range)))
     }
 }

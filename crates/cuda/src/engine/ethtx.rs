@@ -95,8 +95,9 @@ impl Engine {
 
     /// The sender of each raw transaction of `txs`, or its fault number
     /// (`chainsig_eth::rawtx::TxFault`; [`ethtx::FAULT_DEFER`] for the host to decode).
-    pub(crate) fn recover_raw(&mut self, txs: &[&[u8]]) -> Result<Vec<Answer>, BackendError> {
-        self.ethtx()?;
+    /// (The kernels loaded first, [`super::Needs`].)
+    pub(crate) fn recover_raw(&self, txs: &[&[u8]]) -> Result<Vec<Answer>, BackendError> {
+        self.require(super::Needs::RawTransactions)?;
         self.run_ethtx(txs)
     }
 
@@ -106,19 +107,18 @@ impl Engine {
     /// kernels on the slot's stream, its answer rows copied back into the slot's pinned key
     /// buffer; while the GPU runs the other streams' chunks, the host decodes a finished one's
     /// rows on every core. Buffers grow when a chunk needs more and are reused otherwise.
-    fn run_ethtx(&mut self, batch: &[&[u8]]) -> Result<Vec<Answer>, BackendError> {
+    fn run_ethtx(&self, batch: &[&[u8]]) -> Result<Vec<Answer>, BackendError> {
         let mut answers: Vec<Answer> = Vec::with_capacity(batch.len());
         if batch.is_empty() {
             return Ok(answers);
         }
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| device_err("bind context", e))?;
+        self.bind()?;
         let chunk = self.cfg.chunk_len(batch.len()).min(CHUNK);
         let kernels = self.ethtx.as_ref().expect("loaded by Engine::ethtx");
         let secp = loaded_ecdsa(&self.ecdsa, Algorithm::Secp256k1);
-        let (sms, times) = (self.sms, &mut self.times);
-        let slots = &mut self.slots;
+        let sms = self.sms;
+        let mut slots = self.slots.take()?;
+        let mut times = PipelineTimes::default();
         // The chunks in flight, oldest first: slot and length. Chunk c goes to slot c mod
         // streams, so a slot's previous chunk is always the oldest, and answers are appended in
         // record order.
@@ -130,7 +130,7 @@ impl Engine {
                 if in_flight.len() == slots.len() {
                     let (oldest, len) = in_flight.pop_front().expect("a chunk in flight");
                     debug_assert_eq!(oldest, k);
-                    harvest(&mut slots[oldest], len, &mut answers, times)?;
+                    harvest(&mut slots[oldest], len, &mut answers, &mut times)?;
                 }
                 let staged = Instant::now();
                 launch_chunk(&mut slots[k], batch, first, n, kernels, secp, sms)?;
@@ -138,13 +138,15 @@ impl Engine {
                 in_flight.push_back((k, n));
             }
             while let Some((k, len)) = in_flight.pop_front() {
-                harvest(&mut slots[k], len, &mut answers, times)?;
+                harvest(&mut slots[k], len, &mut answers, &mut times)?;
             }
             Ok(())
         };
-        if let Err(e) = run() {
+        let ran = run();
+        self.add_times(&times);
+        if let Err(e) = ran {
             // Nothing may still be writing the slots' buffers when they are next used.
-            for slot in self.slots.iter() {
+            for slot in slots.iter() {
                 let _ = slot.stream.synchronize();
             }
             return Err(e);

@@ -14,9 +14,15 @@
 //! - [`modules`]: compiling the modules, at open and ahead of time ([`precompile`]);
 //! - [`selftest`]: the checks a module passes before it gives a verdict;
 //! - [`slots`]: one stream's pinned and device buffers, grown on demand, and the harvest of a
-//!   finished chunk;
-//! - [`warm`]: the modules of the work a caller announces, loaded before its first batch;
+//!   finished chunk; the sets of slots calls take, so that several run at once;
+//! - [`warm`]: what a call needs loaded, and the modules of the work a caller announces, loaded
+//!   before its first batch;
 //! - `timing` (the `bench` feature): the kernel alone, timed with CUDA events.
+//!
+//! Sharing: the backend holds an engine behind a read-write lock. Loading a module (an ECDSA
+//! curve's, SM3's, the raw paths') takes it for writing, once; every call takes it for reading
+//! and runs its pipeline on a slot set of its own ([`slots::SlotPool`]), so calls stage, copy
+//! and launch side by side.
 //!
 //! Buffers and events are chainsig-gpu's raw RAII wrappers: the pipeline manages its own
 //! synchronisation (a slot's buffers are reused only after its event completes), so cudarc's
@@ -56,13 +62,14 @@ use chainsig_gpu::{device_err, DevBuf, Resources};
 use ecdsa::{loaded_ecdsa, EcdsaKernels};
 use modules::compile_sm2_modules;
 pub use modules::precompile;
-use slots::{Outputs, Pending, Slot};
-use std::sync::Arc;
+use slots::{Outputs, Pending, Slot, SlotPool};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+pub(crate) use warm::Needs;
 pub use warm::Upcoming;
 
-/// The opened device and everything loaded on it; one at a time uses it (the backend holds it
-/// behind a mutex).
+/// The opened device and everything loaded on it; calls share it ([`crate::backend`] holds it
+/// behind a read-write lock: loading writes, calls read, each with a slot set of its own).
 pub(crate) struct Engine {
     ctx: Arc<CudaContext>,
     func: Loaded,
@@ -72,7 +79,7 @@ pub(crate) struct Engine {
     /// `cs_field_check`, the arithmetic self-test in the same module.
     check: CudaFunction,
     gtab: DevBuf,
-    slots: Vec<Slot>,
+    slots: SlotPool,
     cfg: CudaConfig,
     /// The device's architecture ("sm_90"), for modules compiled after open.
     arch: String,
@@ -93,8 +100,9 @@ pub(crate) struct Engine {
     ethtx: Option<ethtx::EthtxKernel>,
     /// The raw SM2 module's kernels, loaded at the first batch of raw SM2 records.
     raw: Option<raw::RawKernels>,
-    /// Host time spent staging chunks and waiting for them, since the engine opened.
-    pub(crate) times: crate::backend::PipelineTimes,
+    /// Host time spent staging chunks and waiting for them, since the engine opened, summed over
+    /// calls as each ends.
+    times: Mutex<crate::backend::PipelineTimes>,
 }
 
 /// Records `first..first + len` of a batch, staged straight from the batch's rows: a device's
@@ -186,8 +194,13 @@ impl Drop for Engine {
     }
 }
 
-// SAFETY: the raw pointers in Engine's buffers are only touched while the Mutex is held.
+// SAFETY: the raw pointers in Engine's own buffers (the G table, the known signers' tables) are
+// written only through `&mut Engine` (the backend's write lock) and only read by kernels
+// otherwise; the slots' buffers are used by the one call that took their set from the pool.
 unsafe impl Send for Engine {}
+// SAFETY: as for Send: through `&Engine` calls read the loaded modules and tables and write only
+// their own slot set and the mutex-guarded times.
+unsafe impl Sync for Engine {}
 
 impl Engine {
     /// Opens device `ordinal` (of those the driver shows) with `cfg`'s kernels; the modules of an
@@ -249,10 +262,7 @@ impl Engine {
         // SAFETY: gtab holds exactly table.len() words; synchronous copy.
         unsafe { result::memcpy_htod_sync(gtab.ptr(), table) }
             .map_err(|e| device_err("upload table", e))?;
-        let mut slots = Vec::new();
-        for _ in 0..cfg.streams {
-            slots.push(Slot::new(&ctx)?);
-        }
+        let slots = SlotPool::new(&ctx, cfg.streams)?;
         let res = compiled
             .iter()
             .flat_map(|c| chainsig_gpu::parse_resources(&c.log))
@@ -281,9 +291,20 @@ impl Engine {
         Ok((engine, res, from_cache))
     }
 
-    /// Time the slots have spent making their buffers larger ([`crate::PipelineTimes::grow`]).
-    pub(crate) fn grow_time(&self) -> std::time::Duration {
-        self.slots.iter().map(|slot| slot.grown).sum()
+    /// Host time of the calls so far: staging, waiting, decoding, growing buffers and waiting
+    /// for a slot set ([`crate::PipelineTimes`]; the backend adds its own lock's queue).
+    pub(crate) fn times(&self) -> crate::backend::PipelineTimes {
+        let mut times = self.times.lock().map(|t| *t).unwrap_or_default();
+        times.grow += self.slots.grown();
+        times.queue += self.slots.waited();
+        times
+    }
+
+    /// Adds a call's host time to the engine's.
+    fn add_times(&self, call: &crate::backend::PipelineTimes) {
+        if let Ok(mut times) = self.times.lock() {
+            times.add(call);
+        }
     }
 
     /// Makes the engine's context the calling thread's, as every entry does first: a batch's
@@ -311,7 +332,7 @@ impl Engine {
     /// unknown signers, ECDSA), or, with known signers loaded, split by signer from a copy of
     /// the range (the split copies the others anyway).
     pub(crate) fn verify_part(
-        &mut self,
+        &self,
         batch: &Batch,
         range: std::ops::Range<usize>,
     ) -> Result<Bitmap, BackendError> {
@@ -324,12 +345,12 @@ impl Engine {
         }
     }
 
-    pub(crate) fn verify(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+    pub(crate) fn verify(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
         self.run(Work::Records(Rows::all(batch), None))
     }
 
     /// The chunk pipeline over one work.
-    fn run(&mut self, work: Work) -> Result<Bitmap, BackendError> {
+    fn run(&self, work: Work) -> Result<Bitmap, BackendError> {
         Ok(self.run_all(&[work])?.pop().expect("one work, one bitmap"))
     }
 
@@ -337,7 +358,7 @@ impl Engine {
     /// together, so a small work is one chunk), the chunks spread over the streams in order, one
     /// bitmap per work. A work with messages has each chunk's digests computed on the GPU by the
     /// SM3 kernel (into the e rows of the staged input) just before its verification kernel.
-    fn run_all(&mut self, works: &[Work]) -> Result<Vec<Bitmap>, BackendError> {
+    fn run_all(&self, works: &[Work]) -> Result<Vec<Bitmap>, BackendError> {
         let out = self.pipeline(works)?;
         Ok(out
             .words
@@ -347,8 +368,9 @@ impl Engine {
             .collect())
     }
 
-    /// The chunk pipeline of [`Engine::run_all`], with the recovered keys of recovery works.
-    fn pipeline(&mut self, works: &[Work]) -> Result<Outputs, BackendError> {
+    /// The chunk pipeline of [`Engine::run_all`], with the recovered keys of recovery works, on a
+    /// slot set taken for the call.
+    fn pipeline(&self, works: &[Work]) -> Result<Outputs, BackendError> {
         let mut out = Outputs {
             words: works
                 .iter()
@@ -370,47 +392,42 @@ impl Engine {
                 .collect(),
         };
         let total: usize = works.iter().map(Work::len).sum();
-        if total > 0 {
-            self.ctx
-                .bind_to_thread()
-                .map_err(|e| device_err("bind context", e))?;
+        if total == 0 {
+            return Ok(out);
         }
+        self.bind()?;
         let chunk = self.chunk_len(total);
+        let mut slots = self.slots.take()?;
+        let mut times = crate::backend::PipelineTimes::default();
         let mut run = || -> Result<(), BackendError> {
             let mut c = 0; // chunks launched, over every work
             for (w, &work) in works.iter().enumerate() {
-                c = self.launch_chunks(w, work, chunk, c, &mut out)?;
+                c = self.launch_chunks(&mut slots, &mut times, w, work, chunk, c, &mut out)?;
             }
             let waited = Instant::now();
-            for slot in &mut self.slots {
+            for slot in slots.iter_mut() {
                 slot.harvest(&mut out)?;
             }
-            self.times.wait += waited.elapsed();
+            times.wait += waited.elapsed();
             Ok(())
         };
-        if let Err(e) = run() {
-            self.abandon();
+        let ran = run();
+        self.add_times(&times);
+        if let Err(e) = ran {
+            abandon(&mut slots);
             return Err(e);
         }
         Ok(out)
     }
 
-    /// After a failed pipeline: forgets the chunks still pending, which belong to the failed
-    /// works (left pending, the next pipeline would harvest them into its own outputs), once
-    /// their streams have stopped using the slots' buffers. A stream that cannot be synchronised
-    /// (a lost context) is left to the error already being reported.
-    fn abandon(&mut self) {
-        for slot in &mut self.slots {
-            slot.pending = None;
-            let _ = slot.stream.synchronize();
-        }
-    }
-
-    /// Stages and launches the chunks of work `w`, chunk numbers from `c` on (chunk `c` goes to
-    /// stream `c mod streams`, after that stream's previous chunk is harvested). Returns the next
-    /// chunk number.
+    /// Stages and launches the chunks of work `w` on `slots`, chunk numbers from `c` on (chunk
+    /// `c` goes to slot `c mod slots`, after that slot's previous chunk is harvested). Returns
+    /// the next chunk number.
+    #[allow(clippy::too_many_arguments)]
     fn launch_chunks(
-        &mut self,
+        &self,
+        slots: &mut [Slot],
+        times: &mut crate::backend::PipelineTimes,
         w: usize,
         work: Work,
         chunk: usize,
@@ -418,7 +435,6 @@ impl Engine {
         out: &mut Outputs,
     ) -> Result<usize, BackendError> {
         let len = work.len();
-        // Borrows of single fields only: the loop below borrows the slots mutably.
         let no_small: &[(Loaded, usize)] = &[];
         let (kernel, small, gtab, k) = match work {
             Work::Records(..) | Work::Raw(_, None, _) => (
@@ -450,7 +466,7 @@ impl Engine {
             }
         };
         let ktabs = self.ktabs.as_ref().map_or(0, |t| t.buf.ptr());
-        let nslots = self.slots.len();
+        let nslots = slots.len();
         // One kernel and block for the whole work: its chunks run side by side on the GPU. A
         // work of less than one round spreads over every multiprocessor (spread_small).
         let func = pick_kernel(kernel, small, len);
@@ -477,12 +493,12 @@ impl Engine {
             let keys_stride = if let Work::Recover(..) = work { mp } else { 0 };
             // A raw chunk's fault codes come back in the keys' buffers, a byte a record.
             let fault_words = if let Work::Raw(..) = work { mp / 4 } else { 0 };
-            let slot = &mut self.slots[c % nslots];
+            let slot = &mut slots[c % nslots];
             c += 1;
             let waited = Instant::now();
             slot.harvest(out)?;
             let staged = Instant::now();
-            self.times.wait += staged - waited;
+            times.wait += staged - waited;
             slot.reserve(in_words, out_words, (16 * keys_stride).max(fault_words))?;
             let pin_in = slot.pin_in.as_mut_slice();
             match work {
@@ -515,7 +531,7 @@ impl Engine {
             if let Some((mb, sm3)) = work.hashing() {
                 sm3::hash_chunk(slot, mb, sm3, i0, m, mp)?;
             }
-            self.times.stage += staged.elapsed();
+            times.stage += staged.elapsed();
             let (din, dout, gt) = (slot.dev_in.ptr(), slot.dev_out.ptr(), gtab);
             let (stride, count) = (mp as u32, m as u32);
             let cfg = LaunchConfig {
@@ -564,6 +580,17 @@ impl Engine {
             });
         }
         Ok(c)
+    }
+}
+
+/// After a failed pipeline: forgets the chunks still pending, which belong to the failed works
+/// (left pending, the next pipeline would harvest them into its own outputs), once their streams
+/// have stopped using the slots' buffers. A stream that cannot be synchronised (a lost context) is
+/// left to the error already being reported.
+fn abandon(slots: &mut [Slot]) {
+    for slot in slots {
+        slot.pending = None;
+        let _ = slot.stream.synchronize();
     }
 }
 

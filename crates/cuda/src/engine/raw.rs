@@ -50,7 +50,8 @@ impl Engine {
     }
 
     /// Verifies SM2 records from their bytes: a verdict and a fault code per record, in order.
-    pub(crate) fn verify_raw(&mut self, batch: &RawSm2Batch) -> Result<RawVerdicts, BackendError> {
+    /// (The raw module loaded first, [`super::Needs`].)
+    pub(crate) fn verify_raw(&self, batch: &RawSm2Batch) -> Result<RawVerdicts, BackendError> {
         if self.cfg.kernel.row_major || self.cfg.kernel.compress {
             return Err(BackendError::Unsupported {
                 backend: NAME.into(),
@@ -58,13 +59,9 @@ impl Engine {
                     .into(),
             });
         }
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| device_err("bind context", e))?;
-        let (fresh, signed) = {
-            let k = self.raw_kernels()?;
-            (k.fresh.clone(), k.signed.clone())
-        };
+        self.require(super::Needs::RawSm2)?;
+        let k = self.raw.as_ref().expect("required above");
+        let (fresh, signed) = (k.fresh.clone(), k.signed.clone());
         let split = match &self.ktabs {
             Some(t) if self.signed.is_some() => t.encodings.split(batch),
             _ => RawSplit::default(),
@@ -117,7 +114,8 @@ impl Engine {
         // SAFETY: the buffer holds exactly the staged words; synchronous copy.
         unsafe { result::memcpy_htod_sync(din.ptr(), &staged) }
             .map_err(|e| device_err("copy in", e))?;
-        let stream = &self.slots[0].stream;
+        let slots = self.slots.take()?;
+        let stream = &slots[0].stream;
         let (offsets, bytes) = (din.ptr(), din.ptr() + ((3 * m + 1) * 4) as u64);
         let (stride, count, rows, faults) = (mp as u32, m as u32, drows.ptr(), dfaults.ptr());
         let mut b = stream.launch_builder(fresh);

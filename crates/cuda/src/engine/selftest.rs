@@ -66,7 +66,8 @@ impl Engine {
             result::memcpy_htod_sync(da.ptr(), &ha).map_err(|e| device_err("copy in", e))?;
             result::memcpy_htod_sync(db.ptr(), &hb).map_err(|e| device_err("copy in", e))?;
         }
-        let stream = &self.slots[0].stream;
+        let slots = self.slots.take()?;
+        let stream = &slots[0].stream;
         let cfg = LaunchConfig {
             grid_dim: ((n as u32).div_ceil(128), 1, 1),
             block_dim: (128, 1, 1),

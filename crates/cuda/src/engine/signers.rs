@@ -42,7 +42,7 @@ impl Engine {
     }
 
     #[cfg(feature = "bench")]
-    pub(crate) fn verify_signed(&mut self, batch: &SignerBatch) -> Result<Bitmap, BackendError> {
+    pub(crate) fn verify_signed(&self, batch: &SignerBatch) -> Result<Bitmap, BackendError> {
         let loaded = self.ktabs.as_ref().map_or(0, |t| t.index.len());
         if let Some(max) = batch.max_signer() {
             if max as usize >= loaded {
@@ -57,7 +57,7 @@ impl Engine {
 
     /// Records with their keys: those of known signers through their tables, the others through
     /// the default kernel; verdicts merged back in order.
-    pub(crate) fn verify_known(&mut self, batch: &Batch) -> Result<Bitmap, BackendError> {
+    pub(crate) fn verify_known(&self, batch: &Batch) -> Result<Bitmap, BackendError> {
         let Some(KnownTables { index, .. }) = &self.ktabs else {
             return self.verify(batch);
         };
@@ -79,7 +79,7 @@ impl Engine {
     /// about 1 ms with the small-batch kernels since) beside a known part of a few hundred
     /// microseconds. A larger rest runs on the GPU beside the known part, in one pipeline.
     pub(super) fn known_and_others(
-        &mut self,
+        &self,
         known: Work,
         others: Work,
         on_host: impl FnOnce(&dyn Backend) -> Result<Bitmap, BackendError> + Send,

@@ -1,13 +1,172 @@
 //! One stream's buffers (a slot of the pipeline): pinned staging and device memory for the input,
 //! the verdict words, the messages to hash and the recovered keys, each grown when a chunk needs
 //! more and reused otherwise; the chunk in flight; and its harvest once its event completes.
+//!
+//! Slots come in sets, one set per call in progress ([`SlotPool`]): a call stages its chunks into
+//! its own set's pinned buffers and launches on its own streams while other calls do the same,
+//! so the engine is shared, not held. Until 2026-12-08 one set belonged to the engine and a call
+//! held the engine for its whole pipeline; on an H100, 10⁶ SM2 records from JSON Lines then spent
+//! 0.10–0.15 s staging with the engine held and their callers 0.19–0.24 s queueing for it, of a
+//! 0.29 s run (BENCHMARKS.md, "The GPU user paths after the staging pool"). CUDA takes launches
+//! and copies on different streams from several threads at once; the GPU interleaves the sets'
+//! kernels as it does one set's streams.
 
 use crate::stage::sec1;
 use chainsig_core::backend::BackendError;
 use chainsig_core::batch::Recovered;
 use chainsig_gpu::cudarc::driver::{CudaContext, CudaStream};
 use chainsig_gpu::{device_err, DevBuf, Event, Pinned};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// The most slot sets an engine makes, so the most calls it runs at once; a call beyond them
+/// waits for a set to come back. Eight covers the CLI's workers (four by default, eight at most
+/// by `CHAINSIG_VERIFY_WORKERS` measured) and a node's few verifying threads; each set holds
+/// `streams` slots whose buffers grow to a chunk (tens of MB of pinned and device memory).
+const MOST_SETS: usize = 8;
+
+/// An engine's slot sets: those free, and how many exist.
+pub(super) struct SlotPool {
+    ctx: Arc<CudaContext>,
+    streams: usize,
+    state: Mutex<PoolState>,
+    returned: Condvar,
+    /// Nanoseconds calls have waited for a set, summed ([`crate::PipelineTimes::queue`]).
+    waited: AtomicU64,
+    /// Nanoseconds sets have spent growing their buffers, summed as each set comes back
+    /// ([`crate::PipelineTimes::grow`]).
+    grown: AtomicU64,
+}
+
+struct PoolState {
+    free: Vec<Vec<Slot>>,
+    made: usize,
+}
+
+/// A call's slots, taken from the pool and given back when dropped.
+pub(super) struct SlotSet<'a> {
+    pool: &'a SlotPool,
+    slots: Vec<Slot>,
+}
+
+impl SlotPool {
+    /// A pool of sets of `streams` slots on `ctx`, one set made now (the others when calls
+    /// overlap).
+    pub(super) fn new(ctx: &Arc<CudaContext>, streams: usize) -> Result<SlotPool, BackendError> {
+        let pool = SlotPool {
+            ctx: ctx.clone(),
+            streams,
+            state: Mutex::new(PoolState {
+                free: Vec::new(),
+                made: 0,
+            }),
+            returned: Condvar::new(),
+            waited: AtomicU64::new(0),
+            grown: AtomicU64::new(0),
+        };
+        let first = pool.make()?;
+        let mut state = pool.lock()?;
+        state.free.push(first);
+        state.made = 1;
+        drop(state);
+        Ok(pool)
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, PoolState>, BackendError> {
+        self.state
+            .lock()
+            .map_err(|_| device_err("slot pool", "poisoned lock").into())
+    }
+
+    fn make(&self) -> Result<Vec<Slot>, BackendError> {
+        (0..self.streams).map(|_| Slot::new(&self.ctx)).collect()
+    }
+
+    /// A free set, a new one while fewer than [`MOST_SETS`] exist, or the next one given back.
+    /// The caller's thread must have the engine's context bound (a new set's streams and events
+    /// are made in it).
+    pub(super) fn take(&self) -> Result<SlotSet<'_>, BackendError> {
+        let asked = Instant::now();
+        let mut state = self.lock()?;
+        let slots = loop {
+            if let Some(slots) = state.free.pop() {
+                break slots;
+            }
+            if state.made < MOST_SETS {
+                state.made += 1;
+                drop(state);
+                return match self.make() {
+                    Ok(slots) => Ok(SlotSet { pool: self, slots }),
+                    Err(e) => {
+                        // Not made after all: another call may try again.
+                        if let Ok(mut state) = self.lock() {
+                            state.made -= 1;
+                        }
+                        Err(e)
+                    }
+                };
+            }
+            state = self
+                .returned
+                .wait(state)
+                .map_err(|_| device_err("slot pool", "poisoned lock"))?;
+        };
+        let waited = u64::try_from(asked.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.waited.fetch_add(waited, Ordering::Relaxed);
+        Ok(SlotSet { pool: self, slots })
+    }
+
+    /// Time calls have waited for a set.
+    pub(super) fn waited(&self) -> Duration {
+        Duration::from_nanos(self.waited.load(Ordering::Relaxed))
+    }
+
+    /// Time the sets given back have spent growing their buffers.
+    pub(super) fn grown(&self) -> Duration {
+        Duration::from_nanos(self.grown.load(Ordering::Relaxed))
+    }
+}
+
+impl std::ops::Deref for SlotSet<'_> {
+    type Target = [Slot];
+    fn deref(&self) -> &[Slot] {
+        &self.slots
+    }
+}
+
+impl std::ops::DerefMut for SlotSet<'_> {
+    fn deref_mut(&mut self) -> &mut [Slot] {
+        &mut self.slots
+    }
+}
+
+impl Drop for SlotSet<'_> {
+    /// Back to the pool, its growth time counted; a chunk still pending belongs to a failed call
+    /// and is forgotten once its stream has stopped.
+    fn drop(&mut self) {
+        let mut slots = std::mem::take(&mut self.slots);
+        let mut grown = Duration::ZERO;
+        for slot in &mut slots {
+            // A call that unwound may have left copies in flight into these buffers.
+            if slot.pending.take().is_some() || std::thread::panicking() {
+                let _ = slot.stream.synchronize();
+            }
+            grown += std::mem::take(&mut slot.grown);
+        }
+        let nanos = u64::try_from(grown.as_nanos()).unwrap_or(u64::MAX);
+        self.pool.grown.fetch_add(nanos, Ordering::Relaxed);
+        if let Ok(mut state) = self.pool.lock() {
+            state.free.push(slots);
+        }
+        self.pool.returned.notify_one();
+    }
+}
+
+// SAFETY: a slot is used by one thread at a time (its set is taken from the pool under the pool's
+// lock, and given back whole); its buffers are plain pinned and device addresses and its stream
+// and event handles, valid on any thread that has the engine's context bound.
+unsafe impl Send for Slot {}
 
 /// One stream's buffers. `pending` is the chunk whose bitmap words are in flight to `pin_out`
 /// (and, for a recovery chunk, whose keys are in flight to `pin_keys`).

@@ -32,17 +32,17 @@ impl Engine {
         Ok(f)
     }
 
-    pub(crate) fn verify_messages(&mut self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
+    /// SM2 records with their messages (the SM3 kernel loaded first, [`super::Needs`]): e
+    /// hashed on the GPU, then verified as usual, known signers' records through their tables.
+    pub(crate) fn verify_messages(&self, batch: &MessageBatch) -> Result<Bitmap, BackendError> {
         if self.cfg.kernel.row_major {
             return Err(BackendError::Unsupported {
                 backend: NAME.into(),
                 what: "messages hashed on the GPU with the row-major layout ablation".into(),
             });
         }
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| device_err("bind context", e))?;
-        let sm3 = self.sm3_function()?;
+        self.require(super::Needs::Sm3)?;
+        let sm3 = self.sm3.clone().expect("required above");
         let split = match &self.ktabs {
             Some(t) => crate::signers::Split::new(batch.items(), &t.index),
             None => return self.run(Work::Records(Rows::all(batch.items()), Some((batch, &sm3)))),

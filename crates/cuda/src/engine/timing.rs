@@ -43,7 +43,8 @@ impl Engine {
         // SAFETY: sizes as allocated.
         unsafe { result::memcpy_htod_sync(din.ptr(), &host_in) }
             .map_err(|e| device_err("copy in", e))?;
-        let stream = &self.slots[0].stream;
+        let slots = self.slots.take()?;
+        let stream = &slots[0].stream;
         let watch = Stopwatch::new(&self.ctx, stream)?;
         let (a, st, cnt, gt, o) = (din.ptr(), mp as u32, len as u32, gtab, dout.ptr());
         let launch = || -> Result<(), BackendError> {
