@@ -38,12 +38,16 @@ pub struct RecoverArgs {
     file: Option<PathBuf>,
 }
 
-/// Records per chunk of `--raw` input (answers leave chunk by chunk): 2¹⁸, four of the GPU
-/// engine's own chunks, so that within one call it copies one while it works on another.
-const RAW_CHUNK: usize = 1 << 18;
+/// Records per chunk of `--raw` input (answers leave chunk by chunk): 2¹⁶, the GPU engine's own
+/// chunk. Calls share the engine, each on streams of its own, so the workers' chunks overlap on
+/// the GPU as one call's chunks did (until 2026-12-08 a call held the engine, and a chunk of 2¹⁸
+/// let one call copy one engine chunk while the GPU worked on another); the first chunk's read
+/// and the last one's answers, which nothing overlaps, are a sixteenth of 2²⁰ records.
+const RAW_CHUNK: usize = 1 << 16;
 
-/// Chunks in hand at once: one on the backend while the next is read and parsed and the last
-/// one's answers are formatted.
+/// Chunks in hand at once for JSON Lines: one on the backend while the next is read and parsed
+/// and the last one's answers are formatted. Raw input takes `verify`'s setting
+/// ([`crate::verify_pipeline::workers`]).
 const WORKERS: usize = 3;
 
 pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
@@ -58,7 +62,9 @@ pub fn run(args: RecoverArgs) -> anyhow::Result<ExitCode> {
         })
     });
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    // A megabyte at a time: 2²⁰ answers are about 220 MB, 27,000 writes through the default
+    // 8 KB buffer.
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     let mut tally = Tally {
         started: Some(std::time::Instant::now()),
         ..Tally::default()
@@ -116,7 +122,7 @@ pub(crate) fn recover_raw_frames(
         }
     }));
     crate::ordered::run(
-        WORKERS,
+        crate::verify_pipeline::workers()?,
         || chunks.next(),
         |chunk| answer_raw_chunk(registry, backend, &chunk),
         |answer| tally.write(out, answer),
@@ -247,7 +253,8 @@ impl Tally {
     fn write(&mut self, out: &mut impl Write, answer: ChunkAnswer) -> anyhow::Result<()> {
         let _writing = crate::stop::writing();
         for line in &answer.lines {
-            writeln!(out, "{line}")?;
+            out.write_all(line.as_bytes())?;
+            out.write_all(b"\n")?;
         }
         out.flush()?;
         self.total += answer.lines.len() as u64;
