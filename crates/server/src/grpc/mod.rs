@@ -15,9 +15,9 @@
 //! record rules and the same batcher as JSON-RPC.
 //!
 //! Bulk signing is pipelined: the stream's requests are taken in chunks of whatever has arrived
-//! (up to [`CHUNK`]), each chunk is signed on the blocking pool (a lone transaction where it was
-//! read, sparing a thread's wake-up), and a few chunks are in flight at
-//! once (one per core), while a writer hands the answers back chunk by chunk in order. A bad item
+//! (up to [`CHUNK`]), each chunk is signed on the blocking pool (a lone transaction, or up to one
+//! lane call of eight, where it was read, sparing a thread's wake-up), and a few chunks are in
+//! flight at once (one per core), while a writer hands the answers back chunk by chunk in order. A bad item
 //! gets an [`pb::ItemError`] in its place; only a broken stream (a message that does not decode)
 //! ends the call. Each signature writes its audit line and counts in the metrics under
 //! `chainsig.v1.Signer/SignStream` (one request per item).

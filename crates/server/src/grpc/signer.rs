@@ -86,7 +86,7 @@ pub struct SignerService {
 /// What the reader of a stream hands its writer, in order.
 enum Piece {
     Chunk(tokio::task::JoinHandle<Vec<pb::SignStreamResponse>>),
-    /// A chunk signed where it was read (a lone transaction).
+    /// A chunk signed where it was read ([`signs_where_read`]).
     Signed(Vec<pb::SignStreamResponse>),
     /// The inbound stream broke: answer this once the chunks before it are out.
     End(Status),
@@ -180,7 +180,7 @@ async fn read_stream(
         }
         let (state, metrics) = (state.clone(), metrics.clone());
         let started = Instant::now();
-        let alone = chunk.len() == 1;
+        let here = signs_where_read(chunk.len());
         let sign = move || -> Vec<pb::SignStreamResponse> {
             sign_chunk(&state, &client, chunk)
                 .into_iter()
@@ -196,10 +196,7 @@ async fn read_stream(
                 })
                 .collect()
         };
-        // A lone transaction (one signature, about 20 µs) is signed here: handing it to the
-        // blocking pool costs a thread's wake-up, which on a busy host was most of its time in
-        // the service. A chunk of more goes to the pool, which signs it in lanes.
-        let piece = if alone {
+        let piece = if here {
             Piece::Signed(sign())
         } else {
             Piece::Chunk(tokio::task::spawn_blocking(sign))
@@ -212,6 +209,19 @@ async fn read_stream(
             return;
         }
     }
+}
+
+/// Whether a chunk of `len` transactions is signed by the task that read it rather than on the
+/// blocking pool: a lone transaction (one libsecp256k1 signature, about 20 µs), and, where
+/// batches sign in lanes, a chunk of one lane call (up to eight signatures in about 40 µs, within
+/// the 10–100 µs an async task may run between awaits). Handing a chunk to the pool costs a
+/// thread's wake-up, which on a busy host was most of its time in the service (BENCHMARKS.md,
+/// "`SignStream` with one transaction in flight"). Larger chunks go to the pool, whose threads
+/// sign them in lanes without holding up the streams' reading.
+fn signs_where_read(len: usize) -> bool {
+    len == 1
+        || (len <= chainsig_cpu::lanes::LANES
+            && chainsig_eth::signing::lanes_for_batches().unwrap_or(false))
 }
 
 /// Hands the answers of each chunk back in order.
