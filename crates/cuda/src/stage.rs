@@ -10,15 +10,16 @@ use std::sync::OnceLock;
 /// Runs `f`, a chunk's copy into (or answers out of) pinned buffers, on the staging threads: a
 /// rayon pool of their own, one thread per core, so that the `par_iter`s inside `f` run there.
 ///
-/// Why not rayon's global pool: an engine copies a chunk while it is held (one call at a time),
-/// and a caller's other work keeps the global pool busy meanwhile: `chainsig verify` parses and
+/// Why not rayon's global pool: a call copies its chunks while the GPU waits for them, and a
+/// caller's other work keeps the global pool busy meanwhile: `chainsig verify` parses and
 /// prepares its next chunks there on four workers. The copy's pieces can then queue behind those
 /// jobs while the engine, and the GPU's next launch, wait with them. On an H100, 10⁶ SM2 records
 /// from JSON Lines spent 0.109 s staging (6.8 ms a 65,536-record call for about 15 MB, far below
 /// the memory's speed) and callers 0.154 s waiting for the engine (`verify --stats`, 2026-12-07).
 /// With this pool the same run staged in 0.10–0.15 s (BENCHMARKS.md, "The GPU user paths after
-/// the staging pool"): the copies were not slow for want of threads. Without the pool (it failed
-/// to start), `f` runs where it is.
+/// the staging pool"): the copies were not slow for want of threads, but serial, one call at a
+/// time with the engine held; calls now stage side by side (`engine::slots`). Without the pool
+/// (it failed to start), `f` runs where it is.
 pub(crate) fn on_stagers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     let pool = POOL.get_or_init(|| {
