@@ -85,6 +85,13 @@ pub struct CudaConfig {
     /// `CHAINSIG_CUDA_CONFIG='{"raw_sm2":false}'` turns it off.
     #[serde(default = "default_on")]
     pub raw_sm2: bool,
+    /// The most calls an engine runs at once (1 to 64), each on a set of `streams` streams and
+    /// buffers of its own, made as calls overlap; a call beyond them waits for a set. 1 runs
+    /// one call at a time, as every engine did before 2026-12-08. Eight covers the CLI's
+    /// workers (four by default) and a node's few verifying threads; each set's buffers grow
+    /// to a chunk (tens of MB of pinned and device memory).
+    #[serde(default = "default_calls_at_once")]
+    pub calls_at_once: usize,
 }
 
 impl Default for CudaConfig {
@@ -108,8 +115,16 @@ impl Default for CudaConfig {
             spread_small: true,
             round_chunks: true,
             raw_sm2: true,
+            calls_at_once: CALLS_AT_ONCE,
         }
     }
+}
+
+/// The default [`CudaConfig::calls_at_once`].
+pub const CALLS_AT_ONCE: usize = 8;
+
+fn default_calls_at_once() -> usize {
+    CALLS_AT_ONCE
 }
 
 fn default_on() -> bool {
@@ -287,6 +302,12 @@ impl CudaConfig {
         if self.chunk_items == Some(0) {
             return Err("chunk_items must be positive".into());
         }
+        if !(1..=64).contains(&self.calls_at_once) {
+            return Err(format!(
+                "calls_at_once must be 1..=64, got {}",
+                self.calls_at_once
+            ));
+        }
         Ok(())
     }
 }
@@ -355,6 +376,18 @@ mod tests {
             .with_overrides(r#"{"streams": 17}"#)
             .unwrap_err()
             .contains("streams"));
+        assert_eq!(
+            base.with_overrides(r#"{"calls_at_once": 1}"#)
+                .unwrap()
+                .calls_at_once,
+            1
+        );
+        for bad in [0, 65] {
+            let e = base
+                .with_overrides(&format!(r#"{{"calls_at_once": {bad}}}"#))
+                .unwrap_err();
+            assert!(e.contains("calls_at_once"), "{e}");
+        }
         assert!(base.with_overrides("[1]").is_err());
         assert!(base.with_overrides("{").unwrap_err().contains("JSON"));
         // A value of the wrong type names its field, nested or not, and a long one is cut.

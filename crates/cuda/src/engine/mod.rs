@@ -262,7 +262,7 @@ impl Engine {
         // SAFETY: gtab holds exactly table.len() words; synchronous copy.
         unsafe { result::memcpy_htod_sync(gtab.ptr(), table) }
             .map_err(|e| device_err("upload table", e))?;
-        let slots = SlotPool::new(&ctx, cfg.streams)?;
+        let slots = SlotPool::new(&ctx, cfg.streams, cfg.calls_at_once)?;
         let res = compiled
             .iter()
             .flat_map(|c| chainsig_gpu::parse_resources(&c.log))

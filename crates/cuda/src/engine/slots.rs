@@ -20,16 +20,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// The most slot sets an engine makes, so the most calls it runs at once; a call beyond them
-/// waits for a set to come back. Eight covers the CLI's workers (four by default, eight at most
-/// by `CHAINSIG_VERIFY_WORKERS` measured) and a node's few verifying threads; each set holds
-/// `streams` slots whose buffers grow to a chunk (tens of MB of pinned and device memory).
-const MOST_SETS: usize = 8;
-
 /// An engine's slot sets: those free, and how many exist.
 pub(super) struct SlotPool {
     ctx: Arc<CudaContext>,
     streams: usize,
+    /// The most sets it makes ([`crate::CudaConfig::calls_at_once`]).
+    most: usize,
     state: Mutex<PoolState>,
     returned: Condvar,
     /// Nanoseconds calls have waited for a set, summed ([`crate::PipelineTimes::queue`]).
@@ -51,12 +47,17 @@ pub(super) struct SlotSet<'a> {
 }
 
 impl SlotPool {
-    /// A pool of sets of `streams` slots on `ctx`, one set made now (the others when calls
-    /// overlap).
-    pub(super) fn new(ctx: &Arc<CudaContext>, streams: usize) -> Result<SlotPool, BackendError> {
+    /// A pool of at most `most` sets of `streams` slots on `ctx`, one set made now (the others
+    /// when calls overlap).
+    pub(super) fn new(
+        ctx: &Arc<CudaContext>,
+        streams: usize,
+        most: usize,
+    ) -> Result<SlotPool, BackendError> {
         let pool = SlotPool {
             ctx: ctx.clone(),
             streams,
+            most: most.max(1),
             state: Mutex::new(PoolState {
                 free: Vec::new(),
                 made: 0,
@@ -83,7 +84,7 @@ impl SlotPool {
         (0..self.streams).map(|_| Slot::new(&self.ctx)).collect()
     }
 
-    /// A free set, a new one while fewer than [`MOST_SETS`] exist, or the next one given back.
+    /// A free set, a new one while fewer than `most` exist, or the next one given back.
     /// The caller's thread must have the engine's context bound (a new set's streams and events
     /// are made in it).
     pub(super) fn take(&self) -> Result<SlotSet<'_>, BackendError> {
@@ -93,7 +94,7 @@ impl SlotPool {
             if let Some(slots) = state.free.pop() {
                 break slots;
             }
-            if state.made < MOST_SETS {
+            if state.made < self.most {
                 state.made += 1;
                 drop(state);
                 return match self.make() {
