@@ -258,7 +258,7 @@ impl CudaConfig {
     }
 
     /// The SM2 kernel configurations a backend of this configuration loads, one module each: its
-    /// main kernel first, then its forms for small batches ([`CudaConfig::small_kernels`]).
+    /// main kernel first, then its forms for small batches (`CudaConfig::small_kernels`).
     pub fn sm2_kernels(&self) -> Vec<KernelConfig> {
         std::iter::once(self.kernel)
             .chain(self.small_kernels().into_iter().map(|(k, _)| k))

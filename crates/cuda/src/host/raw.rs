@@ -64,7 +64,7 @@ pub fn z_a(id: &[u8], x: &Words, y: &Words) -> [u8; 32] {
     std::array::from_fn(|k| za[k / 4].to_be_bytes()[k % 4])
 }
 
-/// A chunk staged by [`crate::raw::RawSm2Batch::stage`] (`staged`, `count` records) through the
+/// A chunk staged by [`crate::raw::RawPart::stage`] (`staged`, `count` records) through the
 /// kernel's per-record code: the verification rows (40 of `stride` words, column-major) and the
 /// fault codes. With `signers` (a number per record) and the tables `ktabs` it runs the known
 /// signers' entry instead, which writes 25 rows.
