@@ -63,7 +63,7 @@ use ecdsa::{loaded_ecdsa, EcdsaKernels};
 use modules::compile_sm2_modules;
 pub use modules::precompile;
 use slots::{Outputs, Pending, Slot, SlotPool};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 pub(crate) use warm::Needs;
 pub use warm::Upcoming;
@@ -100,9 +100,6 @@ pub(crate) struct Engine {
     ethtx: Option<ethtx::EthtxKernel>,
     /// The raw SM2 module's kernels, loaded at the first batch of raw SM2 records.
     raw: Option<raw::RawKernels>,
-    /// Host time spent staging chunks and waiting for them, since the engine opened, summed over
-    /// calls as each ends.
-    times: Mutex<crate::backend::PipelineTimes>,
 }
 
 /// Records `first..first + len` of a batch, staged straight from the batch's rows: a device's
@@ -199,7 +196,7 @@ impl Drop for Engine {
 // otherwise; the slots' buffers are used by the one call that took their set from the pool.
 unsafe impl Send for Engine {}
 // SAFETY: as for Send: through `&Engine` calls read the loaded modules and tables and write only
-// their own slot set and the mutex-guarded times.
+// their own slot set and the pool's mutex-guarded times.
 unsafe impl Sync for Engine {}
 
 impl Engine {
@@ -285,7 +282,6 @@ impl Engine {
             ecdsa: Vec::new(),
             ethtx: None,
             raw: None,
-            times: Default::default(),
         };
         engine.check_field_arithmetic()?;
         Ok((engine, res, from_cache))
@@ -294,17 +290,12 @@ impl Engine {
     /// Host time of the calls so far: staging, waiting, decoding, growing buffers and waiting
     /// for a slot set ([`crate::PipelineTimes`]; the backend adds its own lock's queue).
     pub(crate) fn times(&self) -> crate::backend::PipelineTimes {
-        let mut times = self.times.lock().map(|t| *t).unwrap_or_default();
-        times.grow += self.slots.grown();
-        times.queue += self.slots.waited();
-        times
+        self.slots.times()
     }
 
     /// Adds a call's host time to the engine's.
     fn add_times(&self, call: &crate::backend::PipelineTimes) {
-        if let Ok(mut times) = self.times.lock() {
-            times.add(call);
-        }
+        self.slots.add_times(call);
     }
 
     /// Makes the engine's context the calling thread's, as every entry does first: a batch's

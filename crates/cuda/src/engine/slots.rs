@@ -11,12 +11,12 @@
 //! and copies on different streams from several threads at once; the GPU interleaves the sets'
 //! kernels as it does one set's streams.
 
+use crate::backend::PipelineTimes;
 use crate::stage::sec1;
 use chainsig_core::backend::BackendError;
 use chainsig_core::batch::Recovered;
 use chainsig_gpu::cudarc::driver::{CudaContext, CudaStream};
 use chainsig_gpu::{device_err, DevBuf, Event, Pinned};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,11 +28,10 @@ pub(super) struct SlotPool {
     most: usize,
     state: Mutex<PoolState>,
     returned: Condvar,
-    /// Nanoseconds calls have waited for a set, summed ([`crate::PipelineTimes::queue`]).
-    waited: AtomicU64,
-    /// Nanoseconds sets have spent growing their buffers, summed as each set comes back
-    /// ([`crate::PipelineTimes::grow`]).
-    grown: AtomicU64,
+    /// The host time of the calls that ran on its sets, added as each call ends: their staging,
+    /// waiting and decoding, the sets' buffer growth (as each set comes back) and the waits for
+    /// a set (`queue`).
+    times: Mutex<PipelineTimes>,
 }
 
 struct PoolState {
@@ -63,8 +62,7 @@ impl SlotPool {
                 made: 0,
             }),
             returned: Condvar::new(),
-            waited: AtomicU64::new(0),
-            grown: AtomicU64::new(0),
+            times: Mutex::new(PipelineTimes::default()),
         };
         let first = pool.make()?;
         let mut state = pool.lock()?;
@@ -113,19 +111,24 @@ impl SlotPool {
                 .wait(state)
                 .map_err(|_| device_err("slot pool", "poisoned lock"))?;
         };
-        let waited = u64::try_from(asked.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.waited.fetch_add(waited, Ordering::Relaxed);
+        drop(state);
+        self.add_times(&PipelineTimes {
+            queue: asked.elapsed(),
+            ..PipelineTimes::default()
+        });
         Ok(SlotSet { pool: self, slots })
     }
 
-    /// Time calls have waited for a set.
-    pub(super) fn waited(&self) -> Duration {
-        Duration::from_nanos(self.waited.load(Ordering::Relaxed))
+    /// Adds a call's host time to the pool's.
+    pub(super) fn add_times(&self, call: &PipelineTimes) {
+        if let Ok(mut times) = self.times.lock() {
+            times.add(call);
+        }
     }
 
-    /// Time the sets given back have spent growing their buffers.
-    pub(super) fn grown(&self) -> Duration {
-        Duration::from_nanos(self.grown.load(Ordering::Relaxed))
+    /// The host time of the calls so far.
+    pub(super) fn times(&self) -> PipelineTimes {
+        self.times.lock().map(|t| *t).unwrap_or_default()
     }
 }
 
@@ -155,8 +158,10 @@ impl Drop for SlotSet<'_> {
             }
             grown += std::mem::take(&mut slot.grown);
         }
-        let nanos = u64::try_from(grown.as_nanos()).unwrap_or(u64::MAX);
-        self.pool.grown.fetch_add(nanos, Ordering::Relaxed);
+        self.pool.add_times(&PipelineTimes {
+            grow: grown,
+            ..PipelineTimes::default()
+        });
         if let Ok(mut state) = self.pool.lock() {
             state.free.push(slots);
         }
