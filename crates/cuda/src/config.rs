@@ -382,11 +382,11 @@ mod tests {
                 .calls_at_once,
             1
         );
-        for bad in [0, 65] {
+        for bad in ["0", "65", "\"8\"", "8.5", "1e40", "-1"] {
             let e = base
                 .with_overrides(&format!(r#"{{"calls_at_once": {bad}}}"#))
                 .unwrap_err();
-            assert!(e.contains("calls_at_once"), "{e}");
+            assert!(e.contains("calls_at_once"), "{bad}: {e}");
         }
         assert!(base.with_overrides("[1]").is_err());
         assert!(base.with_overrides("{").unwrap_err().contains("JSON"));
